@@ -1,0 +1,26 @@
+"""Per-request context shared by the server and the database layer.
+
+The server sets the loop time at which the current request's processing limit passes; the
+database layer reads it so a handler stuck waiting for a full job queue can give up with a
+`busy` error (503) instead of being cut off with a timeout. Outside a request it is None.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+
+_request_deadline: ContextVar[float | None] = ContextVar("svc_request_deadline", default=None)
+
+
+def request_deadline() -> float | None:
+    """Loop time (`loop.time()`) when the current request's processing limit passes, or None."""
+    return _request_deadline.get()
+
+
+def set_request_deadline(deadline: float | None) -> Token:
+    """Set the deadline for the current context; returns a token for `reset_request_deadline`."""
+    return _request_deadline.set(deadline)
+
+
+def reset_request_deadline(token: Token) -> None:
+    _request_deadline.reset(token)
