@@ -1,0 +1,36 @@
+"""Diagnostics: compile errors with a position, rendered like rustc/gcc with a caret.
+
+    error: unknown field 'titel' in class Task
+      --> tasks.svc:12:21
+       |
+    12 |     return ok(Task(titel=title, done=False))
+       |                    ^^^^^
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from svc.compiler.source import SourceFile, Span
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    message: str
+    span: Span
+
+    def sort_key(self) -> tuple:
+        return (self.span.file, self.span.line, self.span.col)
+
+
+def render(diagnostic: Diagnostic, source: SourceFile | None) -> str:
+    """The diagnostic as text: message, location, source line and a caret under the span."""
+    span = diagnostic.span
+    gutter = " " * len(str(span.line))
+    lines = [f"error: {diagnostic.message}", f"{gutter}--> {span.file}:{span.line}:{span.col}"]
+    text = source.line_text(span.line) if source else ""
+    if text or source is not None:
+        width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1
+        caret = " " * (span.col - 1) + "^" * max(1, width)
+        lines += [f"{gutter} |", f"{span.line} | {text}", f"{gutter} | {caret}"]
+    return "\n".join(lines)

@@ -1,0 +1,341 @@
+"""The svc abstract syntax tree: small plain dataclasses, one per construct.
+
+The parser builds these; the checker annotates them *in place* (the fields marked
+"checker:" below, all defaulting to None) so the code generator never has to guess a type or
+what a name refers to. Every node carries the `Span` of the source it came from.
+
+Conventions:
+- Expression nodes derive from `Expr` and get `type` (a `types.Type`) from the checker.
+- Statement lists are plain `list[Stmt]`; a one-line block is a list of one statement.
+- `elif` chains are nested `If` nodes in `orelse`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from svc.compiler.source import Span
+from svc.compiler.types import Type
+
+
+@dataclass(eq=False)
+class Node:
+    span: Span
+
+
+# --- type expressions (as written in the source) ----------------------------------------------
+
+@dataclass(eq=False)
+class NamedType(Node):
+    """`i64`, `Task`, `List[Task]`, `Result[T, Error]`, `view[bytes]`; `[T]` parses as
+    `NamedType("List", [T])`."""
+
+    name: str
+    args: list["TypeExpr"] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class OptionalType(Node):
+    """`T?`."""
+
+    inner: "TypeExpr"
+
+
+TypeExpr = Union[NamedType, OptionalType]
+
+
+# --- expressions ------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Expr(Node):
+    # checker: the expression's type (for `None` in a `T?` context, that `Opt(T)`)
+    type: Optional[Type] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class IntLit(Expr):
+    """An integer literal; checker sets `type` to I64 or I32 (from the context)."""
+
+    value: int
+
+
+@dataclass(eq=False)
+class FloatLit(Expr):
+    value: float
+
+
+@dataclass(eq=False)
+class StrLit(Expr):
+    """A string literal, escapes already decoded."""
+
+    value: str
+
+
+@dataclass(eq=False)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(eq=False)
+class NoneLit(Expr):
+    pass
+
+
+@dataclass(eq=False)
+class UnitLit(Expr):
+    """`()`."""
+
+
+@dataclass(eq=False)
+class Name(Expr):
+    id: str
+    # checker: "local" (variable or parameter), "function", "class" or "builtin"
+    ref: Optional[str] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class Attribute(Expr):
+    """`value.attr` (field access on a class instance)."""
+
+    value: Expr
+    attr: str
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    """`value[index]` on a list (or str/bytes, see checker)."""
+
+    value: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class Keyword(Node):
+    """`name=value` in a class construction."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    """`func[type_args](args, keywords)`; `func` is a `Name` for every legal call."""
+
+    func: Expr
+    args: list[Expr] = field(default_factory=list)
+    keywords: list[Keyword] = field(default_factory=list)
+    type_args: list[TypeExpr] = field(default_factory=list)
+    # checker: "function" (sync user function), "async_function", "class" or "builtin"
+    call_kind: Optional[str] = field(default=None, kw_only=True)
+    # checker: the function, class or builtin name called
+    target: Optional[str] = field(default=None, kw_only=True)
+    # checker: resolved `type_args`
+    type_arg_types: list[Type] = field(default_factory=list, kw_only=True)
+    # checker: for `include_text("f")`, the file's text, read at compile time
+    embedded_text: Optional[str] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class ListLit(Expr):
+    elements: list[Expr] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    """`-x` or `not x` (`op` is "-" or "not")."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    """`left op right`; `op` is one of `+ - * / % == != < > <= >= and or`."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Await(Expr):
+    value: Expr
+
+
+@dataclass(eq=False)
+class Try(Expr):
+    """`try value`: yields the ok value or returns the error from the enclosing function."""
+
+    value: Expr
+
+
+# --- statements -------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Stmt(Node):
+    pass
+
+
+@dataclass(eq=False)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    """`target = value`; target is a `Name`, `Attribute` or `Index`."""
+
+    target: Expr
+    value: Expr
+    # checker: True when this assignment declares a new variable
+    declares: Optional[bool] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class AugAssign(Stmt):
+    """`target op= value`, `op` is "+", "-" or "*"."""
+
+    target: Expr
+    op: str
+    value: Expr
+
+
+@dataclass(eq=False)
+class Let(Stmt):
+    """`let name: annotation = value`."""
+
+    name: str
+    name_span: Span
+    annotation: TypeExpr
+    value: Expr
+    # checker: the declared type
+    declared_type: Optional[Type] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    test: Expr
+    body: list[Stmt]
+    orelse: list[Stmt] = field(default_factory=list)  # an `elif` is a nested If here
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    test: Expr
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    """`for var in iter:`; iter is a list or a `range(...)` call."""
+
+    var: str
+    var_span: Span
+    iter: Expr
+    body: list[Stmt]
+    # checker: "list" or "range"
+    iter_kind: Optional[str] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Pass(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Optional[Expr] = None
+
+
+@dataclass(eq=False)
+class Pattern(Node):
+    """`Ok(v)`, `Err(e)`, `Some(v)` or `None`; `binding` is None for `_` and for `None`."""
+
+    kind: str  # "Ok", "Err", "Some", "None"
+    binding: Optional[str] = None
+
+
+@dataclass(eq=False)
+class Case(Node):
+    pattern: Pattern
+    body: list[Stmt]
+
+
+@dataclass(eq=False)
+class Match(Stmt):
+    subject: Expr
+    cases: list[Case]
+    # checker: "result" or "optional"
+    subject_kind: Optional[str] = field(default=None, kw_only=True)
+
+
+# --- declarations -----------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Import(Node):
+    """`import "path"` (names is None) or `from "path" import A, B`."""
+
+    path: str
+    names: Optional[list[str]] = None
+    name_spans: list[Span] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Field(Node):
+    name: str
+    annotation: TypeExpr
+
+
+@dataclass(eq=False)
+class ClassDef(Node):
+    name: str
+    name_span: Span
+    fields: list[Field]
+
+
+@dataclass(eq=False)
+class Param(Node):
+    name: str
+    annotation: TypeExpr
+
+
+@dataclass(eq=False)
+class RouteAttr(Node):
+    """`@get("/path")`: method is upper case ("GET", "POST", "PUT", "DELETE")."""
+
+    method: str
+    path: str
+    path_span: Span
+
+
+@dataclass(eq=False)
+class FunctionDef(Node):
+    name: str
+    name_span: Span
+    params: list[Param]
+    returns: Optional[TypeExpr]  # None means `-> unit`
+    body: list[Stmt]
+    is_async: bool
+    routes: list[RouteAttr] = field(default_factory=list)
+
+
+Decl = Union[Import, ClassDef, FunctionDef]
+
+
+@dataclass(eq=False)
+class Module:
+    """One parsed `.svc` file."""
+
+    path: str
+    items: list[Decl]
