@@ -289,6 +289,8 @@ class Import(Node):
     path: str
     names: Optional[list[str]] = None
     name_spans: list[Span] = field(default_factory=list)
+    # driver: the imported module's `Module.path` once it is loaded
+    resolved_path: Optional[str] = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
