@@ -1,0 +1,442 @@
+"""The embedded SQLite database: one thread per `Db`, a bounded job queue, typed row mapping.
+
+Why a thread: `sqlite3` calls block (file locks, fsync), and the event loop must never block.
+Each `Db` owns one connection that only its own thread touches. The event loop hands jobs to
+that thread through a queue of at most `QUEUE_SIZE` (64) waiting jobs; a caller that finds it
+full waits asynchronously, in arrival order, and gives up with `busy` (503) when its request's
+processing deadline passes. The thread takes every queued job at once, runs them, and wakes the
+loop ONCE for the whole batch (ARCHITECTURE.md measured that one wake-up per job loses most of
+the gain over inline queries). A job the thread has taken runs to completion even if its caller
+was cancelled: the result is simply dropped.
+
+Contract (docs/internals.md, "Database API"): every coroutine returns its value or an
+`SvcError` of kind `database` (bad SQL, constraint violation, a locked database, a row that
+does not fit the class), never raises for database problems. Choices made here:
+
+- Autocommit: each statement is its own transaction (`isolation_level=None`). With
+  `synchronous=FULL` and WAL journaling a `db_exec` that has returned is on disk and survives
+  kill -9.
+- Foreign keys are enforced (`PRAGMA foreign_keys=ON`); a locked database is waited for up to
+  `BUSY_TIMEOUT_SECONDS` before the statement fails.
+- Row mapping matches columns to the class's fields by name. Extra columns are ignored; when
+  two columns share a name, the first wins. An INTEGER into an `f64` field is converted; a
+  REAL into an integer field is a mismatch.
+- `close_all()` (server shutdown) finishes the queued jobs, checkpoints the WAL and closes
+  every connection; later jobs on those handles get `busy` "shutting down". `db_open` keeps
+  working afterwards (new handles), which tests rely on.
+- A `Db` is used from one event loop at a time (svc programs have exactly one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from collections import deque
+from queue import SimpleQueue
+
+from svc.runtime.context import request_deadline
+from svc.runtime.support import I32_MAX, I32_MIN, SvcError
+
+#: Jobs that may wait in a `Db`'s queue (the thread may be running one more batch).
+QUEUE_SIZE = 64
+#: How long a statement waits for another connection's lock before failing.
+BUSY_TIMEOUT_SECONDS = 2.0
+
+_base_directory: str | None = None
+_open_dbs: set[Db] = set()
+
+# Job operations (what the thread does with the cursor).
+_EXEC, _ALL, _ONE = "exec", "all", "one"
+_STOP = None  # queue sentinel: finish what is queued, then close
+
+
+def _shutting_down() -> SvcError:
+    return SvcError("busy", "shutting down")
+
+
+class Db:
+    """A database handle: the path, the job queue and the thread that owns the connection."""
+
+    __slots__ = ("path", "_queue", "_thread", "_closing", "_waiters", "_granted", "__weakref__")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._queue: SimpleQueue = SimpleQueue()
+        self._closing = False
+        # Callers waiting for room, oldest first; each is a future that gets True (room was
+        # reserved for it) or False (shutting down).
+        self._waiters: deque[asyncio.Future] = deque()
+        # Room reserved for woken waiters that have not enqueued yet.
+        self._granted = 0
+        self._thread: threading.Thread | None = None  # started by db_open
+
+    def __repr__(self) -> str:
+        return f"Db({self.path!r})"
+
+    # --- event-loop side ---------------------------------------------------------------
+
+    def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
+        """Queue one job; returns an awaitable of its result. Runs on the event loop."""
+        if memoryview in map(type, args):
+            # The view's buffer may be reused once the request ends; the job may run later.
+            args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
+        if self._closing or self._waiters or self._queue.qsize() + self._granted >= QUEUE_SIZE:
+            return self._submit_when_room(op, sql, args, cls)
+        future = asyncio.get_running_loop().create_future()
+        self._queue.put((future, op, sql, args, cls))
+        return future
+
+    async def _submit_when_room(self, op: str, sql: str, args: tuple, cls: type | None):
+        """The slow path: wait in line for room, or give up at the deadline / at shutdown."""
+        if self._closing:
+            return _shutting_down()
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
+        self._wake_waiters()
+        try:
+            async with asyncio.timeout_at(request_deadline()):
+                room = await waiter
+        except BaseException as exc:
+            self._leave_line(waiter)
+            if isinstance(exc, TimeoutError):
+                return SvcError("busy", "database job queue full past the processing limit")
+            raise
+        if not room:
+            return _shutting_down()
+        self._granted -= 1
+        future = loop.create_future()
+        self._queue.put((future, op, sql, args, cls))
+        return await future
+
+    def _leave_line(self, waiter: asyncio.Future) -> None:
+        """A waiter timed out or was cancelled: drop it, or pass on the room it was given."""
+        if waiter.done() and not waiter.cancelled():
+            if waiter.result():
+                self._granted -= 1
+                self._wake_waiters()
+            return
+        waiter.cancel()
+        try:
+            self._waiters.remove(waiter)
+        except ValueError:
+            pass
+
+    def _wake_waiters(self) -> None:
+        """Reserve room for as many waiting callers as fit, oldest first. Runs on the loop."""
+        room = QUEUE_SIZE - self._queue.qsize() - self._granted
+        waiters = self._waiters
+        while room > 0 and waiters:
+            waiter = waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(True)
+                self._granted += 1
+                room -= 1
+
+    def _begin_close(self) -> None:
+        """Refuse new jobs, release every waiting caller, and ask the thread to stop."""
+        if self._closing:
+            return
+        self._closing = True
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            _call_on_loop(waiter.get_loop(), _settle_waiter, waiter)
+        self._queue.put(_STOP)
+
+    # --- database-thread side ----------------------------------------------------------
+
+    def _serve(self, conn: sqlite3.Connection) -> None:
+        """The thread's loop: take every queued job, run them, deliver the batch at once."""
+        queue = self._queue
+        stop = False
+        while not stop:
+            batch = [queue.get()]
+            for _ in range(queue.qsize()):
+                batch.append(queue.get_nowait())
+            results = []
+            for job in batch:
+                if job is _STOP:
+                    stop = True
+                    continue
+                future, op, sql, args, cls = job
+                results.append((future, _execute(conn, op, sql, args, cls)))
+            _deliver_batch(self, results)
+        _close_connection(conn)
+        # Jobs that slipped in after the stop (a caller on another thread) must not hang.
+        late = []
+        for _ in range(queue.qsize()):
+            job = queue.get_nowait()
+            if job is not _STOP:
+                late.append((job[0], _shutting_down()))
+        _deliver_batch(self, late)
+
+
+def _call_on_loop(loop: asyncio.AbstractEventLoop, fn, *args) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # the loop is closed: nobody is waiting any more
+        pass
+
+
+def _settle_waiter(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
+
+
+def _deliver_batch(db: Db, results: list) -> None:
+    """Hand a batch of (future, result) pairs to their event loop(s): one wake-up per loop."""
+    if not results:
+        return
+    loop = results[0][0].get_loop()
+    if all(future.get_loop() is loop for future, _ in results):
+        _call_on_loop(loop, _settle_batch, db, results)
+        return
+    by_loop: dict = {}
+    for pair in results:
+        by_loop.setdefault(pair[0].get_loop(), []).append(pair)
+    for other, pairs in by_loop.items():
+        _call_on_loop(other, _settle_batch, db, pairs)
+
+
+def _settle_batch(db: Db, results: list) -> None:
+    """On the loop: resolve the futures still wanted, then let waiting callers in."""
+    for future, result in results:
+        if not future.done():
+            future.set_result(result)
+    if db._waiters:
+        db._wake_waiters()
+
+
+# --- opening and closing ---------------------------------------------------------------------
+
+def set_base_directory(path: str | None) -> None:
+    """Project mode: relative database paths resolve against the project folder."""
+    global _base_directory
+    _base_directory = os.fspath(path) if path is not None else None
+
+
+def resolve_path(path: str) -> str:
+    """`:memory:` stays as is; a relative path joins the base directory (or the cwd)."""
+    if path == ":memory:" or os.path.isabs(path):
+        return path
+    return os.path.join(_base_directory or os.getcwd(), path)
+
+
+async def db_open(path: str) -> Db | SvcError:
+    """Open (creating if needed) a database file, or `:memory:`; start its thread."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        return SvcError("database", f"cannot open database {path!r}: not a valid path")
+    full = resolve_path(path)
+    loop = asyncio.get_running_loop()
+    opened = loop.create_future()
+    db = Db(full)
+    db._thread = threading.Thread(
+        target=_thread_main, args=(db, loop, opened), name=f"svc-db {full}", daemon=True)
+    db._thread.start()
+    error = await opened
+    if error is not None:
+        return error
+    _open_dbs.add(db)
+    return db
+
+
+def _thread_main(db: Db, loop: asyncio.AbstractEventLoop, opened: asyncio.Future) -> None:
+    """Body of a `Db`'s thread: connect, report, then serve jobs until told to stop."""
+    conn, error = _connect(db.path)
+    _call_on_loop(loop, _settle_open, opened, error)
+    if conn is not None:
+        db._serve(conn)
+
+
+def _settle_open(opened: asyncio.Future, error: SvcError | None) -> None:
+    if not opened.done():
+        opened.set_result(error)
+
+
+def _connect(path: str) -> tuple[sqlite3.Connection | None, SvcError | None]:
+    """Open the connection with the durability settings; any failure is a `database` error."""
+    conn = None
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                               check_same_thread=False, cached_statements=256)
+        if path != ":memory:":
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"cannot use WAL journaling (got {mode})")
+            conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn, None
+    except (sqlite3.Error, OSError) as exc:
+        if conn is not None:
+            conn.close()
+        return None, SvcError("database", f"cannot open database {path!r}: {exc}")
+
+
+def _close_connection(conn: sqlite3.Connection) -> None:
+    """Checkpoint the WAL into the main file and close; errors here are not actionable."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        pass
+    conn.close()
+
+
+def close_all() -> None:
+    """Stop every database thread cleanly: queued jobs finish, connections close.
+
+    Called by the server at shutdown (from the event loop thread, so no job can slip in
+    after the stop). Blocks until each thread is done; their results reach the loop later.
+    """
+    dbs = list(_open_dbs)
+    _open_dbs.clear()
+    for db in dbs:
+        db._begin_close()
+    for db in dbs:
+        db._thread.join()
+
+
+# --- the queries ----------------------------------------------------------------------------
+
+async def db_exec(db: Db, sql: str, *args) -> int | SvcError:
+    """Run one statement; the number of rows it changed (0 for statements that change none)."""
+    return await db._submit(_EXEC, sql, args, None)
+
+
+async def db_all(cls: type, db: Db, sql: str, *args) -> list | SvcError:
+    """Every row of a query, each mapped to an instance of `cls`."""
+    return await db._submit(_ALL, sql, args, cls)
+
+
+async def db_one(cls: type, db: Db, sql: str, *args) -> object | None | SvcError:
+    """The first row of a query mapped to `cls`, or None when there is no row."""
+    return await db._submit(_ONE, sql, args, cls)
+
+
+def _execute(conn: sqlite3.Connection, op: str, sql: str, args: tuple, cls: type | None):
+    """Run one job on the database thread; every failure becomes a `database` SvcError."""
+    try:
+        cursor = conn.execute(sql, args)
+        if op is _EXEC:
+            return max(cursor.rowcount, 0)
+        if op is _ONE:
+            row = cursor.fetchone()
+            return None if row is None else _mapper(cls, cursor.description)(row)
+        rows = cursor.fetchall()
+        if not rows:
+            return []
+        mapper = _mapper(cls, cursor.description)
+        return [mapper(row) for row in rows]
+    except RowMismatch as exc:
+        return SvcError("database", str(exc))
+    except Exception as exc:  # sqlite3.Error, unsupported argument, int too big, ...
+        return SvcError("database", f"{exc} (in SQL: {_shorten(sql)})")
+
+
+def _shorten(sql: str, limit: int = 200) -> str:
+    sql = " ".join(str(sql).split())
+    return sql if len(sql) <= limit else sql[:limit] + "..."
+
+
+# --- typed row mapping (LANGUAGE.md §6) -----------------------------------------------------
+
+class RowMismatch(Exception):
+    """A row that does not fit its class: reported as a `database` error naming the column."""
+
+
+_SQL_TYPE = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB", type(None): "NULL"}
+_BAD = object()
+
+
+def _to_i64(v):
+    return v if type(v) is int else _BAD
+
+
+def _to_i32(v):
+    return v if type(v) is int and I32_MIN <= v <= I32_MAX else _BAD
+
+
+def _to_f64(v):
+    t = type(v)
+    return v if t is float else float(v) if t is int else _BAD
+
+
+def _to_bool(v):
+    return (v == 1) if type(v) is int and (v == 0 or v == 1) else _BAD
+
+
+def _to_str(v):
+    return v if type(v) is str else _BAD
+
+
+def _to_bytes(v):
+    return v if type(v) is bytes else _BAD
+
+
+_CONVERTERS = {"i64": _to_i64, "i32": _to_i32, "f64": _to_f64, "bool": _to_bool,
+               "str": _to_str, "bytes": _to_bytes}
+
+# (cls, column names) → row mapper. Bounded by the program's distinct queries.
+_mappers: dict = {}
+
+
+def _mapper(cls: type, description) -> object:
+    names = tuple([d[0] for d in description])
+    mapper = _mappers.get((cls, names))
+    if mapper is None:
+        mapper = _mappers[(cls, names)] = _build_mapper(cls, names)
+    return mapper
+
+
+def _build_mapper(cls: type, names: tuple):
+    """Plan which column feeds each field and how it is checked, once per (class, columns)."""
+    class_name = getattr(cls, "__name__", repr(cls))
+    fields = getattr(cls, "__svc_fields__", None)
+    if fields is None:
+        raise RowMismatch(f"{class_name} is not an svc class; rows cannot map to it")
+    position = {}
+    for i, name in enumerate(names):
+        position.setdefault(name, i)
+    plan = []
+    for name, type_name, optional in fields:
+        if name not in position:
+            raise RowMismatch(f"query result has no column '{name}' for field {class_name}.{name}")
+        convert = _CONVERTERS.get(type_name)
+        if convert is None:
+            raise RowMismatch(
+                f"field {class_name}.{name} has type {type_name}, which no column can fill")
+        plan.append((position[name], convert, optional, name, type_name))
+    field_names = tuple(f[0] for f in fields)
+    positional = getattr(cls, "__struct_fields__", None) == field_names
+
+    def map_row(row):
+        values = []
+        for i, convert, optional, name, type_name in plan:
+            value = row[i]
+            if value is None:
+                if not optional:
+                    raise RowMismatch(f"column '{name}' is NULL but field {class_name}.{name} "
+                                      f"is {type_name}, not {type_name}?")
+                values.append(None)
+                continue
+            converted = convert(value)
+            if converted is _BAD:
+                raise RowMismatch(_mismatch_text(name, class_name, type_name, value))
+            values.append(converted)
+        if positional:
+            return cls(*values)
+        return cls(**dict(zip(field_names, values)))
+
+    return map_row
+
+
+def _mismatch_text(column: str, class_name: str, type_name: str, value) -> str:
+    sql_type = _SQL_TYPE.get(type(value), type(value).__name__)
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:40] + "..."
+    why = "outside the i32 range" if type_name == "i32" and type(value) is int else \
+        "not 0 or 1" if type_name == "bool" and type(value) is int else "does not fit"
+    return (f"column '{column}' holds {sql_type} value {shown}, {why} for field "
+            f"{class_name}.{column} ({type_name})")
