@@ -7,10 +7,21 @@ docs/internals.md), and the server only needs `SvcError`, `SvcFault`, `Html` and
 
 from __future__ import annotations
 
+import math
+import os
+import re
+import sys
+import typing
+from typing import Annotated
+
+import msgspec
+
 I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
 I32_MIN = -(2**31)
 I32_MAX = 2**31 - 1
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 #: Error kind → HTTP status (LANGUAGE.md §6).
 STATUS_BY_KIND = {
@@ -143,3 +154,214 @@ def mod32(a: int, b: int) -> int:
 
 def neg32(a: int) -> int:
     return _check32(-a)
+
+
+def fdiv(a: float, b: float) -> float:
+    """f64 division with IEEE results (inf, -inf, nan) instead of Python's ZeroDivisionError."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0.0:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def fmod(a: float, b: float) -> float:
+    """f64 remainder with the sign of the dividend, like the integer `%` (C's fmod)."""
+    if b == 0.0:
+        return math.nan
+    return math.fmod(a, b)
+
+
+# --- results and errors (LANGUAGE.md §6) ------------------------------------------------------
+
+def error(reason: str) -> SvcError:
+    return SvcError("invalid", reason)
+
+
+def not_found(reason: str) -> SvcError:
+    return SvcError("not_found", reason)
+
+
+def internal_error(reason: str) -> SvcError:
+    return SvcError("internal", reason)
+
+
+def error_kind(e: SvcError) -> str:
+    return e.kind
+
+
+def error_message(e: SvcError) -> str:
+    return e.message
+
+
+class Propagate(Exception):
+    """Carries the error of a failed `try e` to the boundary of the enclosing svc function.
+
+    Generated functions that use `try` catch it and return `.error`; it never escapes one.
+    """
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: SvcError) -> None:
+        self.error = error
+
+
+def unwrap(value):
+    """`try value`: the ok value, or unwind (via Propagate) to return the error."""
+    if value.__class__ is SvcError:
+        raise Propagate(value)
+    return value
+
+
+# --- general builtins -------------------------------------------------------------------------
+
+def print_(text: str) -> None:
+    """`print(s)`: one line on stdout, flushed at once so logs interleave in order."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def len_(value) -> int:
+    """`len(x)`: UTF-8 bytes of a str, bytes of bytes/view, elements of a list."""
+    if value.__class__ is str:
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if value.__class__ is memoryview:
+        return value.nbytes
+    return len(value)
+
+
+def index(seq, i: int):
+    """`xs[i]` with a fault (never Python's negative indexing) when `i` is out of range."""
+    if 0 <= i < len(seq):
+        return seq[i]
+    raise SvcFault(f"index {i} out of range for length {len(seq)}")
+
+
+def set_index(seq: list, i: int, value) -> None:
+    """`xs[i] = v` with the same range check as `index`."""
+    if 0 <= i < len(seq):
+        seq[i] = value
+        return
+    raise SvcFault(f"index {i} out of range for length {len(seq)}")
+
+
+def append(seq: list, value) -> None:
+    seq.append(value)
+
+
+def to_str(value) -> str:
+    """`str(x)`: integers in decimal, bools as `True`/`False`, floats as the shortest text that
+    reads back as the same double (`2.5`, `1.0`, `1e+16`, `inf`, `nan`)."""
+    if value.__class__ is float:
+        return repr(value)
+    return str(value)
+
+
+def to_i64(value) -> int:
+    """`i64(x)`: widens an i32 (identity); a float is truncated toward zero (fault if it does
+    not fit or is not finite)."""
+    if value.__class__ is float:
+        if value != value or value in (math.inf, -math.inf):
+            raise SvcFault(f"cannot convert {value!r} to i64")
+        return _check64(int(value))
+    return value
+
+
+def to_i32(value) -> int | SvcError:
+    """`i32(x)`: narrows to i32, an `invalid` error when the value does not fit."""
+    if value.__class__ is float:
+        if value != value or value in (math.inf, -math.inf):
+            return SvcError("invalid", f"{value!r} does not fit in i32")
+        value = int(value)
+    if I32_MIN <= value <= I32_MAX:
+        return value
+    return SvcError("invalid", f"{value} does not fit in i32")
+
+
+def to_f64(value) -> float:
+    return float(value)
+
+
+def parse_i64(text: str) -> int | SvcError:
+    """Decimal text (optional sign, ASCII digits only) to i64, or an `invalid` error."""
+    if not _INT_TEXT.fullmatch(text):
+        return SvcError("invalid", f"not an integer: {text!r}")
+    value = int(text)
+    if I64_MIN <= value <= I64_MAX:
+        return value
+    return SvcError("invalid", f"integer out of range for i64: {text}")
+
+
+def env(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+async def sleep(ms: int) -> None:
+    import asyncio
+
+    await asyncio.sleep(max(ms, 0) / 1000)
+
+
+def copy(value):
+    """`copy(x)`: an independent deep copy of lists and class instances (the rest is immutable)."""
+    cls = value.__class__
+    if cls is list:
+        return [copy(item) for item in value]
+    if hasattr(cls, "__struct_fields__"):
+        return cls(**{name: copy(getattr(value, name)) for name in cls.__struct_fields__})
+    return value
+
+
+def html(text: str) -> Html:
+    return Html(text)
+
+
+async def serve(db, port: int, routes: list):
+    """`serve(db, port)`: the built-in HTTP server, imported only when a program serves."""
+    from svc.runtime.server import serve as run_server
+
+    return await run_server(db, port, routes)
+
+
+# --- JSON ------------------------------------------------------------------------------------
+# Types are described to msgspec with the helpers below; generated classes use the same ones
+# in their field annotations, so json_decode and request bodies apply the same strict rules.
+
+T_I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
+T_I32 = Annotated[int, msgspec.Meta(ge=I32_MIN, le=I32_MAX)]
+List = list
+Optional = typing.Optional
+Struct = msgspec.Struct
+
+_encoder = msgspec.json.Encoder()
+_decoders: dict = {}
+
+
+def json_encode(value) -> str:
+    """`json_encode(v)`: compact JSON text (classes as objects with their fields in order)."""
+    try:
+        return _encoder.encode(value).decode("utf-8")
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise SvcFault(f"cannot encode as JSON: {exc}") from None
+
+
+def json_decode(tp, data) -> object:
+    """`json_decode[T](s)`: strict decoding into `tp` (exact fields, exact types, ranges);
+    any problem is an `invalid` error whose message says what and where."""
+    decoder = _decoders.get(tp)
+    if decoder is None:
+        decoder = _decoders[tp] = msgspec.json.Decoder(tp)
+    try:
+        return decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        return SvcError("invalid", json_error_message(exc))
+
+
+def json_error_message(exc: Exception) -> str:
+    """The message of a strict-JSON failure, shared by json_decode and request-body binding."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "JSON text is not valid UTF-8"
+    if isinstance(exc, msgspec.ValidationError):
+        return f"invalid JSON value: {exc}"
+    return str(exc)
