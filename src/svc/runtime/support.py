@@ -330,9 +330,15 @@ async def serve(db, port: int, routes: list):
 
 T_I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
 T_I32 = Annotated[int, msgspec.Meta(ge=I32_MIN, le=I32_MAX)]
+T_F64 = float
+T_BOOL = bool
+T_STR = str
+T_BYTES = bytes
+T_ANY = typing.Any
 List = list
 Optional = typing.Optional
 Struct = msgspec.Struct
+range_ = range
 
 _encoder = msgspec.json.Encoder()
 _decoders: dict = {}

@@ -1,0 +1,522 @@
+"""Code generation: the checked program → one Python `ast.Module` per `.svc` file.
+
+Every generated node carries the `.svc` line and column of the construct it came from, and
+each module is compiled with its `.svc` path as the file name, so a run-time fault's traceback
+points at the user's line. The checker has annotated every expression with its type and every
+call with what it calls, so nothing here guesses.
+
+Shape of a generated module (all modules run in one shared namespace, in load order):
+
+    from svc.runtime.support import add64 as _svc_add64, ...   # only the names used
+    class Task(_svc_Struct, forbid_unknown_fields=True): ...    # one per svc class
+    async def get_task(db, id): ...                              # one per svc function
+    _svc_ROUTES = [_svc_Route(...), ...]                         # entry module only
+
+Names: everything the generator introduces starts with `_svc_`; user names that are Python
+keywords or start with `_svc` are renamed to `_svc_u_<name>`, and locals that share a
+top-level name to `_svc_l_<name>` (Python decides local-vs-global per function, svc per block).
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+
+from svc.compiler import syntax as S
+from svc.compiler import types as T
+from svc.compiler.program import CheckedProgram
+
+PREFIX = "_svc_"
+ROUTES = PREFIX + "ROUTES"
+
+#: svc scalar type → how it is named in generated annotations (support aliases).
+_TYPE_NAMES = {
+    "i64": "T_I64", "i32": "T_I32", "f64": "T_F64", "bool": "T_BOOL", "str": "T_STR",
+    "bytes": "T_BYTES",
+}
+
+_INT_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
+_FLOAT_OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult}
+_COMPARE = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.LtE, ">=": ast.GtE}
+
+#: Builtins that map one-to-one onto a support function of another name.
+_SUPPORT_CALLS = {
+    "print": "print_", "len": "len_", "range": "range_", "copy": "copy", "parse_i64": "parse_i64",
+    "env": "env", "sleep": "sleep", "json_encode": "json_encode", "error": "error",
+    "not_found": "not_found", "internal_error": "internal_error", "html": "html",
+    "str": "to_str", "i32": "to_i32",
+}
+_DB_CALLS = {"db_open", "db_exec"}
+_DB_TYPED_CALLS = {"db_all", "db_one"}
+_CONCURRENCY_CALLS = {
+    "task_demo", "scope_demo", "actor_demo", "actor_pair_demo", "supervisor_demo", "queue_demo",
+}
+
+
+class CodegenError(Exception):
+    """The checked program broke an annotation contract: a compiler bug, not a user error."""
+
+
+def generate(program: CheckedProgram) -> list[tuple[str, ast.Module]]:
+    """One Python module per `.svc` file, in load order; the entry module comes last and
+    defines `_svc_ROUTES`, the route list `serve` receives."""
+    globals_ = set(program.classes) | set(program.functions)
+    out = []
+    for module in program.modules:
+        is_entry = module.path == program.entry
+        out.append((module.path, _ModuleGen(program, globals_, module, is_entry).build()))
+    return out
+
+
+def global_name(name: str) -> str:
+    """The Python name of a top-level svc name (function or class)."""
+    if keyword.iskeyword(name) or name.startswith(PREFIX) or name in ("__name__", "__builtins__"):
+        return f"{PREFIX}u_{name}"
+    return name
+
+
+def type_source(t: T.Type) -> str:
+    """A Python expression for `t` as msgspec sees it (used in field annotations and in
+    `json_decode[T]`); it refers only to support aliases and generated classes."""
+    if isinstance(t, T.Prim):
+        if t.name in _TYPE_NAMES:
+            return PREFIX + _TYPE_NAMES[t.name]
+        return "None" if t.name in ("unit", "None") else PREFIX + "T_ANY"
+    if isinstance(t, T.ListOf):
+        return f"{PREFIX}List[{type_source(t.elem)}]"
+    if isinstance(t, T.Opt):
+        return f"{PREFIX}Optional[{type_source(t.inner)}]"
+    if isinstance(t, T.ClassRef):
+        return global_name(t.name)
+    return PREFIX + "T_ANY"
+
+
+def _located(node: ast.AST, span) -> ast.AST:
+    """Give `node` and every unlocated node under it the `.svc` position `span`."""
+    for sub in ast.walk(node):
+        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
+            sub.lineno, sub.col_offset = span.line, max(span.col - 1, 0)
+            sub.end_lineno, sub.end_col_offset = span.end_line, max(span.end_col - 1, 0)
+            if (sub.end_lineno, sub.end_col_offset) < (sub.lineno, sub.col_offset):
+                sub.end_lineno, sub.end_col_offset = sub.lineno, sub.col_offset
+    return node
+
+
+def _name(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def _store(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store())
+
+
+def _call(func: ast.expr, args: list, keywords: list | None = None) -> ast.Call:
+    return ast.Call(func=func, args=args, keywords=keywords or [])
+
+
+class _ModuleGen:
+    """Generates one module; collects the support names it uses for the import line."""
+
+    def __init__(self, program: CheckedProgram, globals_: set[str], module: S.Module,
+                 is_entry: bool) -> None:
+        self.program = program
+        self.globals = globals_
+        self.module = module
+        self.is_entry = is_entry
+        self.support: set[str] = set()
+        self.runtime_modules: set[str] = set()
+        self.temps = 0
+        self.uses_try = False
+
+    # --- module ---------------------------------------------------------------------------
+
+    def build(self) -> ast.Module:
+        body: list[ast.stmt] = []
+        for item in self.module.items:
+            if isinstance(item, S.ClassDef):
+                body.append(self.class_def(item))
+            elif isinstance(item, S.FunctionDef):
+                body.append(self.function_def(item))
+        if self.is_entry:
+            body.append(self.route_list())
+        head = self.imports()
+        mod = ast.Module(body=head + body, type_ignores=[])
+        first = self.module.items[0].span if self.module.items else None
+        for stmt in head:
+            if first is not None:
+                _located(stmt, first)
+            else:
+                stmt.lineno = stmt.end_lineno = 1
+                stmt.col_offset = stmt.end_col_offset = 0
+        return ast.fix_missing_locations(mod)
+
+    def imports(self) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        if self.support:
+            names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.support)]
+            out.append(ast.ImportFrom(module="svc.runtime.support", names=names, level=0))
+        for mod in sorted(self.runtime_modules):
+            out.append(ast.ImportFrom(module="svc.runtime", names=[
+                ast.alias(name=mod, asname=PREFIX + mod)], level=0))
+        return out
+
+    def rt(self, name: str) -> ast.Name:
+        """A support function or constant, imported as `_svc_<name>`."""
+        self.support.add(name)
+        return _name(PREFIX + name)
+
+    def runtime(self, module: str, attr: str) -> ast.Attribute:
+        """`svc.runtime.<module>.<attr>`, imported only by modules that use it."""
+        self.runtime_modules.add(module)
+        return ast.Attribute(value=_name(PREFIX + module), attr=attr, ctx=ast.Load())
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"{PREFIX}t{self.temps}"
+
+    def local(self, name: str) -> str:
+        if name in self.globals or keyword.iskeyword(name) or name.startswith(PREFIX):
+            return f"{PREFIX}l_{name}"
+        return name
+
+    # --- classes --------------------------------------------------------------------------
+
+    def class_def(self, decl: S.ClassDef) -> ast.ClassDef:
+        info = self.program.classes[decl.name]
+        body: list[ast.stmt] = []
+        for name, ftype in info.fields:
+            body.append(ast.AnnAssign(target=_store(name), annotation=ast.Constant(
+                self.annotation(ftype)), value=None, simple=1))
+        fields = tuple(_field_entry(name, ftype) for name, ftype in info.fields)
+        body.append(ast.Assign(targets=[_store("__svc_fields__")], value=ast.Constant(fields)))
+        node = ast.ClassDef(
+            name=global_name(decl.name), bases=[self.rt("Struct")],
+            keywords=[ast.keyword(arg="forbid_unknown_fields", value=ast.Constant(True))],
+            body=body, decorator_list=[])
+        return _located(node, decl.span)
+
+    def annotation(self, t: T.Type) -> str:
+        """The field annotation text; registers the support aliases it mentions."""
+        text = type_source(t)
+        for alias in list(_TYPE_NAMES.values()) + ["List", "Optional", "T_ANY"]:
+            if PREFIX + alias in text:
+                self.support.add(alias)
+        return text
+
+    # --- functions ------------------------------------------------------------------------
+
+    def function_def(self, decl: S.FunctionDef) -> ast.stmt:
+        self.uses_try = False
+        self.temps = 0
+        args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=self.local(p.name)) for p in decl.params],
+                             vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+        for arg, param in zip(args.args, decl.params):
+            _located(arg, param.span)
+        body = self.block(decl.body)
+        if self.uses_try:
+            body = [self.propagate_boundary(body, decl.span)]
+        cls = ast.AsyncFunctionDef if decl.is_async else ast.FunctionDef
+        node = cls(name=global_name(decl.name), args=args, body=body, decorator_list=[],
+                   returns=None, type_comment=None)
+        return _located(node, decl.span)
+
+    def propagate_boundary(self, body: list[ast.stmt], span) -> ast.stmt:
+        """`try e` unwinds with support.Propagate; the function that used it returns the error."""
+        handler = ast.ExceptHandler(
+            type=self.rt("Propagate"), name=PREFIX + "p",
+            body=[ast.Return(value=ast.Attribute(value=_name(PREFIX + "p"), attr="error",
+                                                 ctx=ast.Load()))])
+        return _located(ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), span)
+
+    # --- statements -----------------------------------------------------------------------
+
+    def block(self, stmts: list[S.Stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            for node in self.stmt(stmt):
+                out.append(_located(node, stmt.span))
+        return out or [_located(ast.Pass(), stmts[0].span if stmts else self.module.items[0].span)]
+
+    def stmt(self, s: S.Stmt) -> list[ast.stmt]:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise CodegenError(f"no code generation for statement {type(s).__name__}")
+        return method(s)
+
+    def stmt_ExprStmt(self, s: S.ExprStmt) -> list[ast.stmt]:
+        return [ast.Expr(value=self.expr(s.expr))]
+
+    def stmt_Pass(self, s: S.Pass) -> list[ast.stmt]:
+        return [ast.Pass()]
+
+    def stmt_Break(self, s: S.Break) -> list[ast.stmt]:
+        return [ast.Break()]
+
+    def stmt_Continue(self, s: S.Continue) -> list[ast.stmt]:
+        return [ast.Continue()]
+
+    def stmt_Return(self, s: S.Return) -> list[ast.stmt]:
+        return [ast.Return(value=self.expr(s.value) if s.value is not None else None)]
+
+    def stmt_Let(self, s: S.Let) -> list[ast.stmt]:
+        return [ast.Assign(targets=[_store(self.local(s.name))], value=self.expr(s.value))]
+
+    def stmt_Assign(self, s: S.Assign) -> list[ast.stmt]:
+        value = self.expr(s.value)
+        target = s.target
+        if isinstance(target, S.Index):
+            call = _call(self.rt("set_index"), [self.expr(target.value), self.expr(target.index), value])
+            return [ast.Expr(value=call)]
+        return [ast.Assign(targets=[self.target(target)], value=value)]
+
+    def target(self, target: S.Expr) -> ast.expr:
+        if isinstance(target, S.Name):
+            return _store(self.local(target.id))
+        if isinstance(target, S.Attribute):
+            return ast.Attribute(value=self.expr(target.value), attr=target.attr, ctx=ast.Store())
+        raise CodegenError(f"cannot assign to {type(target).__name__}")
+
+    def stmt_AugAssign(self, s: S.AugAssign) -> list[ast.stmt]:
+        """`t op= v` is `t = t op v`, with the target's object (and index) evaluated once."""
+        setup: list[ast.stmt] = []
+        target = s.target
+        if isinstance(target, S.Name):
+            current = _name(self.local(target.id))
+            store = _store(self.local(target.id))
+        elif isinstance(target, S.Attribute):
+            obj = self.temp()
+            setup.append(ast.Assign(targets=[_store(obj)], value=self.expr(target.value)))
+            current = ast.Attribute(value=_name(obj), attr=target.attr, ctx=ast.Load())
+            store = ast.Attribute(value=_name(obj), attr=target.attr, ctx=ast.Store())
+        elif isinstance(target, S.Index):
+            obj, idx = self.temp(), self.temp()
+            setup.append(ast.Assign(targets=[_store(obj)], value=self.expr(target.value)))
+            setup.append(ast.Assign(targets=[_store(idx)], value=self.expr(target.index)))
+            current = _call(self.rt("index"), [_name(obj), _name(idx)])
+            new = self.arith(s.op, target.type, current, self.expr(s.value))
+            return setup + [ast.Expr(value=_call(self.rt("set_index"), [_name(obj), _name(idx), new]))]
+        else:
+            raise CodegenError(f"cannot assign to {type(target).__name__}")
+        new = self.arith(s.op, target.type, current, self.expr(s.value))
+        return setup + [ast.Assign(targets=[store], value=new)]
+
+    def stmt_If(self, s: S.If) -> list[ast.stmt]:
+        orelse = self.block(s.orelse) if s.orelse else []
+        return [ast.If(test=self.expr(s.test), body=self.block(s.body), orelse=orelse)]
+
+    def stmt_While(self, s: S.While) -> list[ast.stmt]:
+        return [ast.While(test=self.expr(s.test), body=self.block(s.body), orelse=[])]
+
+    def stmt_For(self, s: S.For) -> list[ast.stmt]:
+        var = _located(_store(self.local(s.var)), s.var_span)
+        return [ast.For(target=var, iter=self.expr(s.iter), body=self.block(s.body), orelse=[])]
+
+    def stmt_Match(self, s: S.Match) -> list[ast.stmt]:
+        """Evaluate the subject once, then an if/elif chain; the last arm is the `else`
+        (the checker made the arms exhaustive)."""
+        subject = self.temp()
+        out: list[ast.stmt] = [ast.Assign(targets=[_store(subject)], value=self.expr(s.subject))]
+        chain: list[ast.stmt] = []
+        for case in reversed(s.cases):
+            body = []
+            if case.pattern.binding is not None:
+                bind = ast.Assign(targets=[_store(self.local(case.pattern.binding))],
+                                  value=_name(subject))
+                body.append(_located(bind, case.pattern.span))
+            body += self.block(case.body)
+            if not chain:
+                chain = body
+                continue
+            test = _located(self.pattern_test(case.pattern.kind, subject), case.pattern.span)
+            chain = [_located(ast.If(test=test, body=body, orelse=chain), case.span)]
+        return out + chain
+
+    def pattern_test(self, kind: str, subject: str) -> ast.expr:
+        if kind in ("Ok", "Err"):
+            cls = ast.Attribute(value=_name(subject), attr="__class__", ctx=ast.Load())
+            op = ast.Is() if kind == "Err" else ast.IsNot()
+            return ast.Compare(left=cls, ops=[op], comparators=[self.rt("SvcError")])
+        op = ast.IsNot() if kind == "Some" else ast.Is()
+        return ast.Compare(left=_name(subject), ops=[op], comparators=[ast.Constant(None)])
+
+    # --- expressions ----------------------------------------------------------------------
+
+    def expr(self, e: S.Expr) -> ast.expr:
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is None:
+            raise CodegenError(f"no code generation for expression {type(e).__name__}")
+        return _located(method(e), e.span)
+
+    def expr_IntLit(self, e: S.IntLit) -> ast.expr:
+        return ast.Constant(e.value)
+
+    def expr_FloatLit(self, e: S.FloatLit) -> ast.expr:
+        return ast.Constant(float(e.value))
+
+    def expr_StrLit(self, e: S.StrLit) -> ast.expr:
+        return ast.Constant(e.value)
+
+    def expr_BoolLit(self, e: S.BoolLit) -> ast.expr:
+        return ast.Constant(bool(e.value))
+
+    def expr_NoneLit(self, e: S.NoneLit) -> ast.expr:
+        return ast.Constant(None)
+
+    def expr_UnitLit(self, e: S.UnitLit) -> ast.expr:
+        return ast.Constant(None)
+
+    def expr_Name(self, e: S.Name) -> ast.expr:
+        if e.ref in ("function", "class"):
+            return _name(global_name(e.id))
+        return _name(self.local(e.id))
+
+    def expr_Attribute(self, e: S.Attribute) -> ast.expr:
+        return ast.Attribute(value=self.expr(e.value), attr=e.attr, ctx=ast.Load())
+
+    def expr_Index(self, e: S.Index) -> ast.expr:
+        return _call(self.rt("index"), [self.expr(e.value), self.expr(e.index)])
+
+    def expr_ListLit(self, e: S.ListLit) -> ast.expr:
+        return ast.List(elts=[self.expr(x) for x in e.elements], ctx=ast.Load())
+
+    def expr_Unary(self, e: S.Unary) -> ast.expr:
+        if e.op == "not":
+            return ast.UnaryOp(op=ast.Not(), operand=self.expr(e.operand))
+        if e.type in T.INTEGERS:
+            if isinstance(e.operand, S.IntLit):
+                return ast.Constant(-e.operand.value)
+            return _call(self.rt("neg" + _bits(e.type)), [self.expr(e.operand)])
+        return ast.UnaryOp(op=ast.USub(), operand=self.expr(e.operand))
+
+    def expr_Binary(self, e: S.Binary) -> ast.expr:
+        if e.op in ("and", "or"):
+            op = ast.And() if e.op == "and" else ast.Or()
+            return ast.BoolOp(op=op, values=[self.expr(e.left), self.expr(e.right)])
+        if e.op in _COMPARE:
+            return self.compare(e)
+        return self.arith(e.op, e.left.type, self.expr(e.left), self.expr(e.right))
+
+    def compare(self, e: S.Binary) -> ast.expr:
+        """`x == None` tests identity; everything else is Python's (structural) comparison."""
+        op = _COMPARE[e.op]()
+        if e.op in ("==", "!=") and (isinstance(e.left, S.NoneLit) or isinstance(e.right, S.NoneLit)):
+            op = ast.Is() if e.op == "==" else ast.IsNot()
+        return ast.Compare(left=self.expr(e.left), ops=[op], comparators=[self.expr(e.right)])
+
+    def arith(self, op: str, operand_type: T.Type, left: ast.expr, right: ast.expr) -> ast.expr:
+        """Checked integer arithmetic through support; f64 with IEEE division; str `+`."""
+        if operand_type in T.INTEGERS:
+            return _call(self.rt(_INT_OPS[op] + _bits(operand_type)), [left, right])
+        if operand_type == T.F64 and op in ("/", "%"):
+            return _call(self.rt("fdiv" if op == "/" else "fmod"), [left, right])
+        if op in _FLOAT_OPS:
+            return ast.BinOp(left=left, op=_FLOAT_OPS[op](), right=right)
+        raise CodegenError(f"operator {op} on {operand_type}")
+
+    def expr_Await(self, e: S.Await) -> ast.expr:
+        inner = e.value
+        if isinstance(inner, S.Call) and inner.call_kind == "builtin" and inner.target == "serve":
+            return self.expr(inner)  # serve() awaits already
+        return ast.Await(value=self.expr(inner))
+
+    def expr_Try(self, e: S.Try) -> ast.expr:
+        self.uses_try = True
+        return _call(self.rt("unwrap"), [self.expr(e.value)])
+
+    def expr_Call(self, e: S.Call) -> ast.expr:
+        kind = e.call_kind
+        if kind == "class":
+            keywords = [_located(ast.keyword(arg=k.name, value=self.expr(k.value)), k.span)
+                        for k in e.keywords]
+            return _call(_name(global_name(e.target)), [], keywords)
+        if kind in ("function", "async_function"):
+            return _call(_name(global_name(e.target)), [self.expr(a) for a in e.args])
+        if kind == "builtin":
+            return self.builtin(e)
+        raise CodegenError(f"call without a call_kind: {e.target or e.func}")
+
+    # --- builtins -------------------------------------------------------------------------
+
+    def builtin(self, e: S.Call) -> ast.expr:
+        name = e.target or (e.func.id if isinstance(e.func, S.Name) else "")
+        args = [self.expr(a) for a in e.args]
+        arg_type = e.args[0].type if e.args else None
+        if name in ("ok", "fail"):
+            return args[0] if args else ast.Constant(None)
+        if name in ("i64", "f64") and arg_type == (T.I64 if name == "i64" else T.F64):
+            return args[0]
+        if name == "i64":
+            return _call(self.rt("to_i64"), args) if arg_type == T.F64 else args[0]
+        if name == "f64":
+            return _call(self.rt("to_f64"), args)
+        if name in ("error_kind", "error_message"):
+            return ast.Attribute(value=args[0], attr=name[6:], ctx=ast.Load())
+        if name == "append":
+            method = ast.Attribute(value=args[0], attr="append", ctx=ast.Load())
+            return _call(method, args[1:])
+        if name == "include_text":
+            return ast.Constant(e.embedded_text if e.embedded_text is not None else "")
+        if name == "json_decode":
+            return _call(self.rt("json_decode"), [self.type_value(e.type_arg_types[0])] + args)
+        if name == "serve":
+            return ast.Await(value=_call(self.rt("serve"), args + [_name(ROUTES)]))
+        if name in _DB_CALLS:
+            return _call(self.runtime("db", name), args)
+        if name in _DB_TYPED_CALLS:
+            return _call(self.runtime("db", name), [self.type_value(e.type_arg_types[0])] + args)
+        if name in _CONCURRENCY_CALLS:
+            return _call(self.runtime("concurrency", name), args)
+        if name in _SUPPORT_CALLS:
+            return _call(self.rt(_SUPPORT_CALLS[name]), args)
+        raise CodegenError(f"unknown builtin {name!r}")
+
+    def type_value(self, t: T.Type) -> ast.expr:
+        """`t` as a run-time value (the class for a class; a msgspec type otherwise)."""
+        text = self.annotation(t)
+        return ast.parse(text, mode="eval").body
+
+    # --- routes ---------------------------------------------------------------------------
+
+    def route_list(self) -> ast.stmt:
+        routes = [self.route(r) for r in self.program.routes]
+        node = ast.Assign(targets=[_store(ROUTES)], value=ast.List(elts=routes, ctx=ast.Load()))
+        span = self.program.routes[-1].span if self.program.routes else self.module.items[-1].span \
+            if self.module.items else None
+        if span is None:
+            return node
+        return _located(node, span)
+
+    def route(self, r) -> ast.expr:
+        params = [self.route_param(p) for p in r.params]
+        call = _call(self.rt_route("Route"), [
+            ast.Constant(r.method), ast.Constant(r.path), _name(global_name(r.function)),
+            ast.Tuple(elts=params, ctx=ast.Load()), ast.Constant(r.result)])
+        return _located(call, r.span)
+
+    def route_param(self, p) -> ast.expr:
+        if p.source == "body":
+            kind: ast.expr = self.type_value(p.type)
+        elif p.source == "raw":
+            kind = ast.Constant("bytes" if p.type == T.BYTES else "view")
+        elif p.source == "db":
+            kind = ast.Constant("Db")
+        else:
+            inner = p.type.inner if isinstance(p.type, T.Opt) else p.type
+            kind = ast.Constant(T.format_type(inner))
+        return _call(self.rt_route("Param"), [
+            ast.Constant(p.name), ast.Constant(p.source), kind, ast.Constant(bool(p.optional))])
+
+    def rt_route(self, name: str) -> ast.expr:
+        self.runtime_modules.add("routing")
+        return ast.Attribute(value=_name(PREFIX + "routing"), attr=name, ctx=ast.Load())
+
+
+def _bits(t: T.Type) -> str:
+    return "64" if t == T.I64 else "32"
+
+
+def _field_entry(name: str, t: T.Type) -> tuple[str, str, bool]:
+    """`(name, type_name, optional)` for `__svc_fields__` (the database row mapper)."""
+    optional = isinstance(t, T.Opt)
+    inner = t.inner if optional else t
+    return (name, T.format_type(inner), optional)
