@@ -6,7 +6,10 @@ the source text as the user sees it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,11 @@ class SourceFile:
     lines: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.lines = self.text.splitlines()
+        # Only \n, \r\n and \r end a line (not str.splitlines' form feed, U+2028, ...), so
+        # the lexer and the caret renderer agree on line numbers.
+        self.lines = _LINE_BREAK.split(self.text)
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
 
     def line_text(self, line: int) -> str:
         """The text of 1-based `line`, or "" past the end (e.g. an error at end of file)."""
