@@ -88,3 +88,44 @@ def format_type(t: Type) -> str:
     if isinstance(t, ClassRef):
         return t.name
     return repr(t)
+
+
+# --- checker helpers (added with the checker) -------------------------------------------------
+
+#: The type of an expression that already produced a diagnostic. It is compatible with every
+#: type, so one mistake yields one message; it never reaches the code generator, because a
+#: program with diagnostics is not generated.
+UNKNOWN = Prim("<unknown>")
+
+
+def is_scalar_or_optional(t: Type) -> bool:
+    """A database argument / row column type: a scalar or `T?` of a scalar."""
+    return t in SCALARS or (isinstance(t, Opt) and t.inner in SCALARS)
+
+
+def contains_view(t: Type) -> bool:
+    """Whether a `view[...]` occurs anywhere in `t` (it may not be stored, listed or returned)."""
+    if isinstance(t, View):
+        return True
+    if isinstance(t, (ListOf, Opt)):
+        return contains_view(t.elem if isinstance(t, ListOf) else t.inner)
+    if isinstance(t, ResultOf):
+        return contains_view(t.ok)
+    return False
+
+
+def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:
+    """Whether values of `t` map to JSON and back: classes (all fields JSON), lists, numbers,
+    str, bool, unit and `T?`. `class_fields(name)` gives a class's field types."""
+    if t in (I64, I32, F64, BOOL, STR, UNIT):
+        return True
+    if isinstance(t, ListOf):
+        return is_json_type(t.elem, class_fields, _seen)
+    if isinstance(t, Opt):
+        return is_json_type(t.inner, class_fields, _seen)
+    if isinstance(t, ClassRef):
+        if t.name in _seen:  # a recursive class is as JSON-able as its other fields
+            return True
+        seen = _seen | {t.name}
+        return all(is_json_type(f, class_fields, seen) for f in class_fields(t.name))
+    return False

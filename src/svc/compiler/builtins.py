@@ -1,0 +1,125 @@
+"""Signatures of the built-in functions (LANGUAGE.md §6), as data the checker interprets.
+
+Most builtins have plain typed parameters. The rest accept a family of types; those families
+are named by the `Kind` strings below, and `Builtin.returns` may name how the result type is
+derived (from an argument, a type argument or the context) instead of giving a fixed type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from svc.compiler.types import DB, ERROR, F64, HTML, I32, I64, STR, UNIT, ResultOf, Type
+
+# Parameter kinds: an argument must be ...
+INTEGER_OR_FLOAT = "number"  # i64, i32 or f64
+FORMATTABLE = "formattable"  # i64, i32, f64 or bool (`str(x)`)
+SIZED = "sized"  # str, bytes, view[bytes] or a List (`len`)
+LIST = "list"  # any List[T]
+ELEMENT = "element"  # a value of the element type of the first argument (`append`)
+ANY = "any"  # any value type (not a view)
+JSON = "json"  # a JSON-encodable value
+TEXT = "text"  # str, bytes or view[bytes] (`json_decode`)
+DB_ARG = "db_arg"  # scalar or T? of a scalar, or view[bytes]: a SQL argument
+LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
+OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
+
+Kind = str
+ParamSpec = Union[Type, Kind]
+
+# Derived result types:
+SAME_AS_ARG = "same_as_arg"  # the first argument's type (`copy`)
+FROM_CONTEXT = "from_context"  # the Result type the context expects (`ok`, `error`, ...)
+RESULT_OF_TYPE_ARG = "result_of_type_arg"  # Result[T, Error] (`json_decode[T]`)
+RESULT_LIST_OF_TYPE_ARG = "result_list_of_type_arg"  # Result[List[T], Error] (`db_all[T]`)
+RESULT_OPT_OF_TYPE_ARG = "result_opt_of_type_arg"  # Result[T?, Error] (`db_one[T]`)
+
+# Type-argument constraints:
+ROW_CLASS = "row_class"  # a class whose fields are scalars or T? of scalars
+JSON_TYPE = "json_type"  # a JSON-decodable type
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+    params: tuple[ParamSpec, ...]
+    returns: Union[Type, str]
+    is_async: bool = False
+    variadic: ParamSpec | None = None  # extra arguments after `params` (SQL arguments)
+    type_param: str | None = None  # constraint of the one type argument, when generic
+    may_skip_await: bool = False  # `serve` (docs/decisions.md)
+
+
+def _b(name: str, params: tuple, returns, **kw) -> tuple[str, Builtin]:
+    return name, Builtin(name, params, returns, **kw)
+
+
+_DEMO = dict(is_async=True)
+
+BUILTINS: dict[str, Builtin] = dict(
+    [
+        # general
+        _b("print", (STR,), UNIT),
+        _b("len", (SIZED,), I64),
+        _b("append", (LIST, ELEMENT), UNIT),
+        _b("str", (FORMATTABLE,), STR),
+        _b("i64", (INTEGER_OR_FLOAT,), I64),
+        _b("i32", (INTEGER_OR_FLOAT,), ResultOf(I32)),
+        _b("f64", (INTEGER_OR_FLOAT,), F64),
+        _b("copy", (ANY,), SAME_AS_ARG),
+        _b("parse_i64", (STR,), ResultOf(I64)),
+        _b("env", (STR, STR), STR),
+        _b("sleep", (I64,), UNIT, is_async=True),
+        _b("json_encode", (JSON,), STR),
+        _b("json_decode", (TEXT,), RESULT_OF_TYPE_ARG, type_param=JSON_TYPE),
+        # results and errors
+        _b("ok", (OK_VALUE,), FROM_CONTEXT),
+        _b("error", (STR,), FROM_CONTEXT),
+        _b("not_found", (STR,), FROM_CONTEXT),
+        _b("internal_error", (STR,), FROM_CONTEXT),
+        _b("fail", (ERROR,), FROM_CONTEXT),
+        _b("error_kind", (ERROR,), STR),
+        _b("error_message", (ERROR,), STR),
+        # HTML
+        _b("html", (STR,), HTML),
+        _b("include_text", (LITERAL_PATH,), STR),
+        # database
+        _b("db_open", (STR,), ResultOf(DB), is_async=True),
+        _b("db_exec", (DB, STR), ResultOf(I64), is_async=True, variadic=DB_ARG),
+        _b("db_all", (DB, STR), RESULT_LIST_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
+           type_param=ROW_CLASS),
+        _b("db_one", (DB, STR), RESULT_OPT_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
+           type_param=ROW_CLASS),
+        # server
+        _b("serve", (DB, I64), ResultOf(UNIT), is_async=True, may_skip_await=True),
+        # runtime test functions
+        _b("task_demo", (I64,), ResultOf(I64), **_DEMO),
+        _b("scope_demo", (I64,), ResultOf(I64), **_DEMO),
+        _b("actor_demo", (I64,), ResultOf(I64), **_DEMO),
+        _b("actor_pair_demo", (I64,), ResultOf(I64), **_DEMO),
+        _b("supervisor_demo", (), ResultOf(I64), **_DEMO),
+        _b("queue_demo", (I64,), ResultOf(I64), **_DEMO),
+    ]
+)
+
+#: `range(n)` / `range(a, b)` is only legal as the iterable of a `for` loop.
+RANGE = "range"
+
+#: Every name a program may not define itself: the builtins, `range` and the type names.
+TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db",
+                        "Error", "List", "Result", "view"})
+RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
+
+#: Human-readable names of the parameter kinds, for "expected ..., found ..." messages.
+KIND_TEXT = {
+    INTEGER_OR_FLOAT: "a number (i64, i32 or f64)",
+    FORMATTABLE: "i64, i32, f64 or bool",
+    SIZED: "str, bytes, view[bytes] or a List",
+    LIST: "a List",
+    ANY: "a value",
+    JSON: "a JSON-encodable value (class, List, number, str, bool, unit or T?)",
+    TEXT: "str, bytes or view[bytes]",
+    DB_ARG: "i64, i32, f64, bool, str, bytes or T? of those",
+    LITERAL_PATH: "a string literal",
+}

@@ -1,0 +1,265 @@
+"""The checker: names, types and program rules (LANGUAGE.md §2–§7) over the parsed modules.
+
+`check(modules, entry)` collects every top-level definition (names are global across files),
+works out what each file may see (its own definitions plus its imports), resolves the written
+types of classes and functions, checks `main`, then checks each function body (`body.py`)
+and builds the route table (`routes.py`). Errors are collected, never raised; the AST is
+annotated in place for the code generator.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from svc.compiler import syntax
+from svc.compiler.body import BodyChecker
+from svc.compiler.builtins import RESERVED_NAMES
+from svc.compiler.diagnostics import Diagnostic
+from svc.compiler.program import CheckedProgram, ClassInfo, FunctionInfo
+from svc.compiler.routes import build_routes
+from svc.compiler.source import Span
+from svc.compiler.types import (
+    BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt,
+    ResultOf, Type, View, contains_view, format_type,
+)
+
+_PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, ERROR)}
+
+
+@dataclass
+class Definition:
+    """A top-level class or function and the file that defines it."""
+
+    kind: str  # "class" or "function"
+    decl: syntax.ClassDef | syntax.FunctionDef
+    file: str
+
+
+def check(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram, list[Diagnostic]]:
+    """Check a whole program; `modules` are in load order (entry last)."""
+    checker = Checker(modules, entry)
+    checker.run()
+    diagnostics = sorted(checker.diagnostics, key=Diagnostic.sort_key)
+    return checker.program, diagnostics
+
+
+class Checker:
+    """Program-level state: definitions, per-file visibility, resolved declarations."""
+
+    def __init__(self, modules: list[syntax.Module], entry: str) -> None:
+        self.modules = modules
+        self.entry = entry
+        self.program = CheckedProgram(entry=entry, modules=modules)
+        self.diagnostics: list[Diagnostic] = []
+        self.definitions: dict[str, Definition] = {}
+        self.own: dict[str, list[str]] = {m.path: [] for m in modules}  # file → names it defines
+        self.visible: dict[str, set[str]] = {}  # file → top-level names it may use
+
+    def error(self, message: str, span: Span) -> None:
+        self.diagnostics.append(Diagnostic(message, span))
+
+    def run(self) -> None:
+        for module in self.modules:
+            self.collect(module)
+        for module in self.modules:
+            self.visible[module.path] = self.visibility(module)
+        for name, d in self.definitions.items():
+            if d.kind == "class":
+                self.program.classes[name] = self.resolve_class(d.decl, d.file)
+        for name, d in self.definitions.items():
+            if d.kind == "function":
+                self.program.functions[name] = self.resolve_function(d.decl, d.file)
+        self.check_main()
+        for info in self.program.functions.values():
+            BodyChecker(self, info).check()
+        routes, diagnostics = build_routes(self.program.functions.values(), self.field_types)
+        self.program.routes = routes
+        self.diagnostics += diagnostics
+
+    # --- names -------------------------------------------------------------------------------
+
+    def collect(self, module: syntax.Module) -> None:
+        """Record the module's definitions; a name defined twice anywhere is an error."""
+        for item in module.items:
+            if isinstance(item, syntax.Import):
+                continue
+            kind = "class" if isinstance(item, syntax.ClassDef) else "function"
+            if item.name in RESERVED_NAMES:
+                self.error(f"'{item.name}' is a built-in name and cannot be redefined",
+                           item.name_span)
+                continue
+            earlier = self.definitions.get(item.name)
+            if earlier is not None:
+                where = earlier.decl.name_span
+                self.error(f"'{item.name}' is already defined at "
+                           f"{where.file}:{where.line}:{where.col}", item.name_span)
+                continue
+            self.definitions[item.name] = Definition(kind, item, module.path)
+            self.own[module.path].append(item.name)
+
+    def visibility(self, module: syntax.Module) -> set[str]:
+        """Own names, every own name of `import "f"`, only the listed names of `from "f"`."""
+        names = set(self.own[module.path])
+        for item in module.items:
+            if not isinstance(item, syntax.Import) or item.resolved_path not in self.own:
+                continue  # an import the driver could not load was reported by the driver
+            theirs = self.own[item.resolved_path]
+            if item.names is None:
+                names.update(theirs)
+                continue
+            spans = item.name_spans or [item.span] * len(item.names)
+            for name, span in zip(item.names, spans):
+                if name in theirs:
+                    names.add(name)
+                else:
+                    hint = self.suggest(name, theirs)
+                    self.error(f"'{name}' is not defined in {item.path}{hint}", span)
+        return names
+
+    def lookup(self, name: str, file: str) -> Definition | None:
+        """The definition `name` refers to in `file`, if it is visible there."""
+        if name in self.visible.get(file, ()):
+            return self.definitions.get(name)
+        return None
+
+    def not_visible_hint(self, name: str) -> str:
+        """Why a defined name is unknown here: it lives in a file not imported."""
+        d = self.definitions.get(name)
+        if d is None:
+            return ""
+        return f" ('{name}' is defined in {d.file}, which is not imported here)"
+
+    @staticmethod
+    def suggest(name: str, candidates) -> str:
+        close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+        return f"; did you mean '{close[0]}'?" if close else ""
+
+    # --- types -------------------------------------------------------------------------------
+
+    def resolve_type(self, texpr: syntax.TypeExpr, file: str) -> Type:
+        """The Type a written type stands for; UNKNOWN (after an error) when it is invalid."""
+        if isinstance(texpr, syntax.OptionalType):
+            inner = self.resolve_type(texpr.inner, file)
+            if inner in (UNIT, NONE) or isinstance(inner, Opt):
+                self.error(f"'{format_type(inner)}?' is not a valid type", texpr.span)
+                return UNKNOWN
+            return UNKNOWN if inner == UNKNOWN else Opt(inner)
+        name, args = texpr.name, texpr.args
+        if name in _PRIMS or name in ("List", "Result", "view"):
+            return self.resolve_builtin_type(texpr, file)
+        if args:
+            self.error(f"type '{name}' takes no type arguments", texpr.span)
+            return UNKNOWN
+        d = self.lookup(name, file)
+        if d is not None and d.kind == "class":
+            return ClassRef(name)
+        if d is not None:
+            self.error(f"'{name}' is a function, not a type", texpr.span)
+        else:
+            choices = [n for n in self.visible.get(file, ()) if self.definitions[n].kind == "class"]
+            hint = self.not_visible_hint(name) or self.suggest(name, choices + list(_PRIMS))
+            self.error(f"unknown type '{name}'{hint}", texpr.span)
+        return UNKNOWN
+
+    def resolve_builtin_type(self, texpr: syntax.NamedType, file: str) -> Type:
+        name, args = texpr.name, texpr.args
+        arity = {"List": 1, "Result": 2, "view": 1}.get(name, 0)
+        if len(args) != arity:
+            expected = {0: "no type arguments", 1: "one type argument", 2: "two type arguments"}
+            self.error(f"type '{name}' takes {expected[arity]}, found {len(args)}", texpr.span)
+            return UNKNOWN
+        if arity == 0:
+            return _PRIMS[name]
+        inner = [self.resolve_type(a, file) for a in args]
+        if UNKNOWN in inner:
+            return UNKNOWN
+        if name == "List":
+            if contains_view(inner[0]):
+                self.error("a view cannot be put in a list", texpr.span)
+                return UNKNOWN
+            return ListOf(inner[0])
+        if name == "view":
+            if inner[0] != BYTES:
+                self.error(f"only view[bytes] exists, found view[{format_type(inner[0])}]",
+                           texpr.span)
+                return UNKNOWN
+            return View(BYTES)
+        return self.result_type(texpr, inner[0], inner[1])
+
+    def result_type(self, texpr: syntax.NamedType, ok: Type, err: Type) -> Type:
+        if err != ERROR:
+            self.error(f"the error type of a Result must be Error, found {format_type(err)}",
+                       texpr.args[1].span)
+            return UNKNOWN
+        if ok == ERROR:
+            self.error("Result[Error, Error] is not allowed: an Error cannot be the success "
+                       "value of a Result", texpr.span)
+            return UNKNOWN
+        if isinstance(ok, ResultOf):
+            self.error("a Result cannot hold another Result", texpr.span)
+            return UNKNOWN
+        return ResultOf(ok)
+
+    def field_types(self, class_name: str) -> list[Type]:
+        info = self.program.classes.get(class_name)
+        return [t for _, t in info.fields] if info else []
+
+    # --- declarations ------------------------------------------------------------------------
+
+    def resolve_class(self, decl: syntax.ClassDef, file: str) -> ClassInfo:
+        fields: list[tuple[str, Type]] = []
+        seen: set[str] = set()
+        for f in decl.fields:
+            t = self.resolve_type(f.annotation, file)
+            if contains_view(t):
+                self.error(f"field '{f.name}' of class {decl.name}: a view cannot be stored "
+                           "in a class field (use bytes)", f.annotation.span)
+                t = UNKNOWN
+            if f.name in seen:
+                self.error(f"field '{f.name}' is declared twice in class {decl.name}", f.span)
+                continue
+            seen.add(f.name)
+            fields.append((f.name, t))
+        return ClassInfo(decl.name, fields, decl, file)
+
+    def resolve_function(self, decl: syntax.FunctionDef, file: str) -> FunctionInfo:
+        params: list[tuple[str, Type]] = []
+        seen: set[str] = set()
+        for p in decl.params:
+            t = self.resolve_type(p.annotation, file)
+            if p.name in seen:
+                self.error(f"parameter '{p.name}' is declared twice in '{decl.name}'", p.span)
+                continue
+            seen.add(p.name)
+            params.append((p.name, t))
+        returns = UNIT
+        if decl.returns is not None:
+            returns = self.resolve_type(decl.returns, file)
+            if contains_view(returns):
+                self.error(f"function '{decl.name}' cannot return a view (return bytes)",
+                           decl.returns.span)
+                returns = UNKNOWN
+        return FunctionInfo(decl.name, params, returns, decl.is_async, decl, file)
+
+    def check_main(self) -> None:
+        """Exactly one main, in the entry file: `def main()` or
+        `async def main() -> Result[unit, Error]`, without parameters."""
+        info = self.program.functions.get("main")
+        if info is None:
+            self.error("no main function: the entry file must define 'def main()' or "
+                       "'async def main() -> Result[unit, Error]'", Span(self.entry, 1, 1, 1, 1))
+            return
+        decl = info.decl
+        if info.file != self.entry:
+            self.error(f"main must be defined in the entry file {self.entry}", decl.name_span)
+        if decl.params:
+            self.error("main takes no parameters", decl.params[0].span)
+        where = decl.returns.span if decl.returns is not None else decl.name_span
+        if info.is_async and info.returns not in (ResultOf(UNIT), UNKNOWN):
+            self.error("async def main must return Result[unit, Error], found "
+                       f"{format_type(info.returns)}", where)
+        elif not info.is_async and info.returns not in (UNIT, UNKNOWN):
+            self.error("def main() returns nothing; use 'async def main() -> Result[unit, Error]'"
+                       f" to return a Result, found {format_type(info.returns)}", where)
+        self.program.main = info
