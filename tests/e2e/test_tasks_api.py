@@ -1,0 +1,291 @@
+"""The task manager's JSON API over real HTTP, against `svcc run --project examples/tasks`.
+
+Most tests share one server (module scope) and only look at tasks they created; tests about
+counts, limits, restarts and settings start their own server on their own database.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+
+import pytest
+
+from tasks_server import PROJECT, launch, start
+
+RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+TASK_KEYS = {"id", "title", "done", "created_at", "updated_at"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("tasks-api")
+    running = start(tmp_path, db=tmp_path / "tasks.sqlite")
+    yield running
+    assert running.stop() == 0
+
+
+@pytest.fixture
+def task(server) -> dict:
+    return server.add("a task to work on")
+
+
+def assert_task(task: dict, title: str, done: bool) -> None:
+    assert set(task) == TASK_KEYS
+    assert type(task["id"]) is int and task["id"] >= 1
+    assert task["title"] == title
+    assert task["done"] is done
+    assert RFC3339_UTC.match(task["created_at"]), task["created_at"]
+    assert RFC3339_UTC.match(task["updated_at"]), task["updated_at"]
+
+
+def assert_error(response, status: int) -> str:
+    assert response.status == status, (response.status, response.body)
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"} and isinstance(body["error"], str) and body["error"]
+    return body["error"]
+
+
+# ---- the happy paths, one per row of the API table ----
+
+def test_post_creates_a_task(server):
+    created = server.add("Buy milk")
+    assert_task(created, "Buy milk", False)
+    assert created["created_at"] == created["updated_at"]
+    assert server.add("Already finished", done=True)["done"] is True
+
+
+def test_get_one_returns_the_stored_task(server, task):
+    assert server.call("GET", f"/api/tasks/{task['id']}") == task
+
+
+def test_get_list_is_newest_first(server):
+    added = [server.add(f"list order {n}") for n in range(3)]
+    listed = server.call("GET", "/api/tasks")
+    assert isinstance(listed, list)
+    for item in listed:
+        assert set(item) == TASK_KEYS
+    ids = [item["id"] for item in listed]
+    assert ids == sorted(ids, reverse=True)
+    assert listed[:3] == added[::-1]
+
+
+def test_put_updates_title_and_done(server, task):
+    updated = server.call("PUT", f"/api/tasks/{task['id']}", {"title": "renamed", "done": True})
+    assert_task(updated, "renamed", True)
+    assert updated["id"] == task["id"]
+    assert updated["created_at"] == task["created_at"]
+    assert updated["updated_at"] >= task["created_at"]
+    assert server.call("GET", f"/api/tasks/{task['id']}") == updated
+    reopened = server.call("PUT", f"/api/tasks/{task['id']}", {"title": "renamed", "done": False})
+    assert reopened["done"] is False
+
+
+def test_delete_removes_the_task(server, task):
+    path = f"/api/tasks/{task['id']}"
+    assert server.call("DELETE", path) == {"id": task["id"], "deleted": True}
+    assert_error(server.request("GET", path), 404)
+    assert_error(server.request("DELETE", path), 404)
+    assert_error(server.request("PUT", path, {"title": "back", "done": False}), 404)
+    assert task["id"] not in [item["id"] for item in server.call("GET", "/api/tasks")]
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_a_missing_task_is_404(server, method):
+    body = {"title": "x", "done": False} if method == "PUT" else None
+    assert_error(server.request(method, "/api/tasks/9007199254740993", body), 404)
+
+
+def test_stats_and_the_list_limit(tmp_path):
+    """Stats count every task; the list shows only the latest 100."""
+    own = start(tmp_path, db=tmp_path / "own.sqlite")
+    try:
+        assert own.call("GET", "/api/stats") == {"total": 0, "done": 0, "open": 0}
+        assert own.call("GET", "/api/tasks") == []
+        added = [own.add(f"task {n}", done=n % 3 == 0) for n in range(105)]
+        assert own.call("GET", "/api/stats") == {"total": 105, "done": 35, "open": 70}
+        listed = own.call("GET", "/api/tasks")
+        assert listed == added[:4:-1]  # the newest 100, newest first
+        own.call("DELETE", f"/api/tasks/{added[0]['id']}")
+        own.call("PUT", f"/api/tasks/{added[1]['id']}", {"title": "task 1", "done": True})
+        assert own.call("GET", "/api/stats") == {"total": 104, "done": 35, "open": 69}
+    finally:
+        assert own.stop() == 0
+
+
+# ---- bad input ----
+
+BAD_IDS = ["0", "-1", "abc", "1.5", "1e3", "99999999999999999999", "%20"]
+
+
+@pytest.mark.parametrize("bad_id", BAD_IDS)
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_an_id_that_is_not_a_positive_i64_is_400(server, method, bad_id):
+    body = {"title": "x", "done": False} if method == "PUT" else None
+    assert_error(server.request(method, f"/api/tasks/{bad_id}", body), 400)
+
+
+TITLES_OK = ["a", "x" * 240, "あ" * 80, "😀" * 60, " spaced "]
+TITLES_BAD = ["", "x" * 241, "あ" * 81, "😀" * 60 + "x"]
+
+
+@pytest.mark.parametrize("title", TITLES_OK, ids=lambda t: f"{len(t.encode())}-bytes")
+def test_titles_of_1_to_240_utf8_bytes_are_accepted(server, task, title):
+    assert server.add(title)["title"] == title
+    path = f"/api/tasks/{task['id']}"
+    assert server.call("PUT", path, {"title": title, "done": True})["title"] == title
+
+
+@pytest.mark.parametrize("title", TITLES_BAD, ids=lambda t: f"{len(t.encode())}-bytes")
+def test_titles_outside_1_to_240_utf8_bytes_are_400(server, task, title):
+    before = server.call("GET", "/api/stats")["total"]
+    assert_error(server.request("POST", "/api/tasks", {"title": title, "done": False}), 400)
+    path = f"/api/tasks/{task['id']}"
+    assert_error(server.request("PUT", path, {"title": title, "done": True}), 400)
+    assert server.call("GET", "/api/stats")["total"] == before
+    assert server.call("GET", path) == task
+
+
+BAD_BODIES = {
+    "missing title": b'{"done": false}',
+    "missing done": b'{"title": "x"}',
+    "extra key": b'{"title": "x", "done": false, "id": 7}',
+    "title a number": b'{"title": 5, "done": false}',
+    "title null": b'{"title": null, "done": false}',
+    "done a number": b'{"title": "x", "done": 1}',
+    "done a string": b'{"title": "x", "done": "true"}',
+    "done null": b'{"title": "x", "done": null}',
+    "an array": b'[{"title": "x", "done": false}]',
+    "a string": b'"x"',
+    "null": b"null",
+    "empty": b"",
+    "malformed": b'{"title": "x", "done": false',
+    "not utf-8": b'{"title": "\xff\xfe", "done": false}',
+}
+
+
+@pytest.mark.parametrize("raw", BAD_BODIES.values(), ids=BAD_BODIES.keys())
+def test_a_body_without_exactly_title_and_done_is_400(server, task, raw):
+    before = server.call("GET", "/api/stats")["total"]
+    assert_error(server.request("POST", "/api/tasks", raw=raw), 400)
+    path = f"/api/tasks/{task['id']}"
+    assert_error(server.request("PUT", path, raw=raw), 400)
+    assert server.call("GET", "/api/stats")["total"] == before
+    assert server.call("GET", path) == task
+
+
+def test_the_schema_enforces_the_same_rules(tmp_path):
+    """CHECK constraints refuse what the API refuses, even from another SQLite client."""
+    db_path = tmp_path / "checked.sqlite"
+    own = start(tmp_path, db=db_path)
+    own.add("made by the API")
+    assert own.stop() == 0
+    with sqlite3.connect(db_path) as db:
+        db.execute("INSERT INTO tasks (title, done) VALUES (?, 0)", ("あ" * 80,))
+        for title, done in [("", 0), ("x" * 241, 0), ("あ" * 81, 0), ("ok", 2), ("ok", "yes"), (None, 0), (7, 0)]:
+            with pytest.raises(sqlite3.IntegrityError):
+                db.execute("INSERT INTO tasks (title, done) VALUES (?, ?)", (title, done))
+        created = db.execute("SELECT created_at FROM tasks ORDER BY id DESC LIMIT 1").fetchone()[0]
+        assert RFC3339_UTC.match(created)
+
+
+# ---- the page ----
+
+def test_the_page_is_self_contained_html(server):
+    response = server.request("GET", "/")
+    assert response.status == 200
+    assert response.headers["content-type"] == "text/html; charset=utf-8"
+    page = response.body.decode()
+    assert "<script>" in page and "fetch(" in page
+    assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", page, re.IGNORECASE), \
+        "the page must not load anything from another host"
+    assert "@import" not in page and "@font-face" not in page
+
+
+# ---- settings and persistence ----
+
+def test_tasks_survive_a_restart(tmp_path):
+    """Stop and start again on the same absolute SVC_DB: everything is still there."""
+    db_path = tmp_path / "kept.sqlite"
+    first = start(tmp_path, db=db_path)
+    kept = [first.add("kept one"), first.add("kept two", done=True)]
+    changed = first.call("PUT", f"/api/tasks/{kept[0]['id']}", {"title": "kept, renamed", "done": False})
+    assert first.stop() == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    second = start(tmp_path, db=db_path, cwd=elsewhere)
+    try:
+        assert second.call("GET", "/api/tasks") == [kept[1], changed]
+        assert second.call("GET", "/api/stats") == {"total": 2, "done": 1, "open": 1}
+        assert second.add("after the restart")["id"] > kept[1]["id"]
+    finally:
+        assert second.stop() == 0
+    assert not list(elsewhere.iterdir()), "an absolute SVC_DB must not create files in the cwd"
+
+
+def copy_project(tmp_path):
+    copy = tmp_path / "project"
+    shutil.copytree(PROJECT, copy, ignore=shutil.ignore_patterns("*.sqlite*"))
+    return copy
+
+
+def test_default_db_is_tasks_sqlite_in_the_project_folder(tmp_path):
+    project = copy_project(tmp_path)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    server = start(tmp_path, target=["--project", str(project)], cwd=cwd)
+    try:
+        server.add("stored next to svc.toml")
+    finally:
+        assert server.stop() == 0
+    assert (project / "tasks.sqlite").is_file()
+    assert not (cwd / "tasks.sqlite").exists()
+
+
+def test_relative_svc_db_in_project_mode_is_in_the_project_folder(tmp_path):
+    project = copy_project(tmp_path)
+    server = start(tmp_path, db="custom.sqlite", target=["--project", str(project)])
+    assert server.stop() == 0
+    assert (project / "custom.sqlite").is_file()
+    assert not (tmp_path / "custom.sqlite").exists()
+
+
+def test_single_file_run_keeps_the_db_in_the_working_directory(tmp_path):
+    project = copy_project(tmp_path)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    server = start(tmp_path, target=[str(project / "tasks.svc")], cwd=cwd)
+    try:
+        server.add("stored in the working directory")
+    finally:
+        assert server.stop() == 0
+    assert (cwd / "tasks.sqlite").is_file()
+    assert not (project / "tasks.sqlite").exists()
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "-1", "abc", "", "80.5", "99999999999999999999"])
+def test_a_bad_svc_port_is_a_one_line_error(tmp_path, port):
+    process, stderr_path = launch(tmp_path, env={"SVC_PORT": port, "SVC_DB": str(tmp_path / "t.sqlite")})
+    try:
+        process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AssertionError(f"SVC_PORT={port!r} started a server") from None
+    assert process.returncode == 1
+    lines = stderr_path.read_text().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "SVC_PORT" in lines[0], lines
+
+
+def test_the_default_port_is_8091(tmp_path):
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 8091)) == 0:
+            pytest.skip("something else listens on 8091")
+    server = start(tmp_path, db=tmp_path / "t.sqlite", env={"SVC_PORT": None})
+    assert server.port == 8091
+    assert server.call("GET", "/api/stats") == {"total": 0, "done": 0, "open": 0}
+    assert server.stop() == 0

@@ -1,0 +1,97 @@
+"""Fixtures for driving the task manager in headless Chromium (Debian's, via Playwright).
+
+Each test gets its own `svcc run --project examples/tasks` on a fresh database and a fresh
+browser context that refuses (and reports) any request not addressed to that server, and
+records console errors; both are asserted empty when the test ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from tasks_server import TasksServer, start  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not shutil.which(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (make test installs it)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as playwright:
+        # launch() gives every browser a fresh temporary user-data dir.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def server(tmp_path) -> TasksServer:
+    running = start(tmp_path, db=tmp_path / "tasks.sqlite")
+    yield running
+    assert running.stop() == 0
+
+
+@dataclass
+class Watch:
+    """What the page did that a test must not let pass: foreign requests, console errors."""
+
+    requests: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    allow_http_errors: bool = False  # set by tests that provoke a 4xx on purpose
+
+    def errors(self) -> list[str]:
+        if not self.allow_http_errors:
+            return self.console_errors
+        return [e for e in self.console_errors if not e.startswith("Failed to load resource")]
+
+
+@pytest.fixture
+def watch() -> Watch:
+    return Watch()
+
+
+@pytest.fixture
+def context(browser, server, watch):
+    context = browser.new_context(viewport=DESKTOP)
+    origin = server.url + "/"
+
+    def guard(route):
+        url = route.request.url
+        if url.startswith(origin):
+            route.continue_()
+        else:
+            watch.blocked.append(url)
+            route.abort()
+
+    context.route("**/*", guard)
+    context.set_default_timeout(10_000)
+    yield context
+    context.close()
+    assert watch.blocked == [], "requests left 127.0.0.1"
+    assert all(url.startswith(origin) for url in watch.requests), watch.requests
+    assert watch.errors() == [], "console errors"
+
+
+@pytest.fixture
+def page(context, server, watch):
+    from playwright.sync_api import expect
+    page = context.new_page()
+    page.on("request", lambda request: watch.requests.append(request.url))
+    page.on("console", lambda message: message.type == "error" and watch.console_errors.append(message.text))
+    page.on("pageerror", lambda error: watch.console_errors.append(f"uncaught: {error}"))
+    page.goto(server.url + "/")
+    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
+    return page

@@ -1,0 +1,209 @@
+"""The task manager in headless Chromium: what a user does at http://127.0.0.1:8091.
+
+Every test runs against the real `svcc run --project examples/tasks` (see conftest.py), checks
+what the page shows and, through the API, what the server stored.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import PHONE
+
+pytestmark = pytest.mark.ui
+
+
+def row(page, title: str):
+    """The list item of the task with this title."""
+    return page.get_by_role("listitem").filter(has=page.get_by_role("checkbox", name=title, exact=True))
+
+
+def reload(page) -> None:
+    """Reloads and waits until the first load of tasks has finished."""
+    page.reload()
+    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
+
+
+def titles(page) -> list[str]:
+    return [t.strip() for t in page.locator("#tasks li .title").all_inner_texts()]
+
+
+def add(page, title: str) -> None:
+    page.get_by_label("New task").fill(title)
+    page.get_by_role("button", name="Add").click()
+    expect(page.get_by_role("checkbox", name=title, exact=True)).to_be_visible()
+
+
+def test_add_with_the_button_and_with_enter(page, server):
+    expect(page.get_by_text("No tasks yet")).to_be_visible()
+    add(page, "Buy milk")
+    field = page.get_by_label("New task")
+    expect(field).to_have_value("")
+    field.fill("Walk the dog")
+    field.press("Enter")
+    expect(page.get_by_role("checkbox", name="Walk the dog")).to_be_visible()
+    assert titles(page) == ["Walk the dog", "Buy milk"]  # newest first
+    expect(page.locator("#stats")).to_have_text("2 total · 2 open · 0 done")
+    expect(page.get_by_role("status")).to_have_text("Task added.")
+    stored = server.call("GET", "/api/tasks")
+    assert [(t["title"], t["done"]) for t in stored] == [("Walk the dog", False), ("Buy milk", False)]
+
+
+def test_toggle_done_and_back(page, server):
+    task = server.add("Water the plants")
+    reload(page)
+    checkbox = page.get_by_role("checkbox", name="Water the plants")
+    checkbox.check()
+    expect(page.locator("#stats")).to_have_text("1 total · 0 open · 1 done")
+    expect(checkbox).to_be_checked()
+    assert server.call("GET", f"/api/tasks/{task['id']}")["done"] is True
+    checkbox.uncheck()
+    expect(page.locator("#stats")).to_have_text("1 total · 1 open · 0 done")
+    assert server.call("GET", f"/api/tasks/{task['id']}")["done"] is False
+
+
+def test_edit_a_title_inline(page, server):
+    task = server.add("Draft the report")
+    reload(page)
+    row(page, "Draft the report").get_by_role("button", name="Edit").click()
+    editor = page.get_by_role("textbox", name="Edit title")
+    expect(editor).to_be_focused()
+    expect(editor).to_have_value("Draft the report")
+    editor.fill("Send the report")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("checkbox", name="Send the report")).to_be_visible()
+    expect(page.get_by_role("button", name="Edit")).to_be_focused()
+    stored = server.call("GET", f"/api/tasks/{task['id']}")
+    assert stored["title"] == "Send the report" and stored["done"] is False
+
+    # Enter saves too.
+    row(page, "Send the report").get_by_role("button", name="Edit").click()
+    editor.fill("Send the final report")
+    editor.press("Enter")
+    expect(page.get_by_role("checkbox", name="Send the final report")).to_be_visible()
+    assert server.call("GET", f"/api/tasks/{task['id']}")["title"] == "Send the final report"
+
+
+def test_escape_and_cancel_leave_the_title_alone(page, server):
+    task = server.add("Keep me")
+    reload(page)
+    for leave in (lambda: page.keyboard.press("Escape"),
+                  lambda: page.get_by_role("button", name="Cancel").click()):
+        row(page, "Keep me").get_by_role("button", name="Edit").click()
+        page.get_by_role("textbox", name="Edit title").fill("Changed my mind")
+        leave()
+        expect(page.get_by_role("textbox", name="Edit title")).to_have_count(0)
+        expect(page.get_by_role("checkbox", name="Keep me")).to_be_visible()
+    assert server.call("GET", f"/api/tasks/{task['id']}") == task
+
+
+def test_delete(page, server):
+    doomed = server.add("Delete me")
+    server.add("Stay")
+    reload(page)
+    row(page, "Delete me").get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("checkbox", name="Delete me")).to_have_count(0)
+    assert titles(page) == ["Stay"]
+    expect(page.locator("#stats")).to_have_text("1 total · 1 open · 0 done")
+    assert server.request("GET", f"/api/tasks/{doomed['id']}").status == 404
+
+
+def test_filters(page, server):
+    for title, done in [("one", False), ("two", True), ("three", False)]:
+        server.add(title, done=done)
+    reload(page)
+    filters = {name: page.get_by_role("button", name=name, exact=True) for name in ("All", "Open", "Done")}
+    expect(filters["All"]).to_have_attribute("aria-pressed", "true")
+    assert titles(page) == ["three", "two", "one"]
+    filters["Open"].click()
+    expect(filters["Open"]).to_have_attribute("aria-pressed", "true")
+    assert titles(page) == ["three", "one"]
+    filters["Done"].click()
+    assert titles(page) == ["two"]
+    # Finishing a task while "Open" is shown moves it out of view.
+    filters["Open"].click()
+    page.get_by_role("checkbox", name="three").check()
+    expect(page.get_by_role("checkbox", name="three")).to_have_count(0)
+    assert titles(page) == ["one"]
+    filters["All"].click()
+    assert titles(page) == ["three", "two", "one"]
+
+
+def test_a_too_long_title_is_refused_before_sending(page, server):
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.method))
+    field = page.get_by_label("New task")
+    for too_long in ("x" * 241, "あ" * 81):
+        field.fill(too_long)
+        page.get_by_role("button", name="Add").click()
+        expect(page.get_by_role("status")).to_contain_text("240")
+        expect(field).to_have_attribute("aria-invalid", "true")
+    assert "POST" not in requests
+    assert server.call("GET", "/api/stats")["total"] == 0
+    add(page, "あ" * 80)  # exactly 240 bytes is fine
+    expect(field).not_to_have_attribute("aria-invalid", "true")
+    # The inline editor checks the same limit.
+    row(page, "あ" * 80).get_by_role("button", name="Edit").click()
+    page.get_by_role("textbox", name="Edit title").fill("あ" * 81)
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("status")).to_contain_text("240")
+    assert "PUT" not in requests
+
+
+def test_server_errors_appear_in_the_status_line(page, server, watch):
+    watch.allow_http_errors = True  # the 404 below is the point of this test
+    task = server.add("Gone elsewhere")
+    reload(page)
+    server.call("DELETE", f"/api/tasks/{task['id']}")
+    page.get_by_role("checkbox", name="Gone elsewhere").check()
+    status = page.get_by_role("status")
+    expect(status).to_have_text(f"no task with id {task['id']}")
+    expect(status).to_have_attribute("aria-live", "polite")
+    expect(page.get_by_role("checkbox", name="Gone elsewhere")).to_have_count(0)  # list refreshed
+
+
+def test_controls_are_disabled_while_a_request_is_in_flight(page, server):
+    server.add("Existing")
+    reload(page)
+    # Hold the next POST in the browser until the test lets it go.
+    page.evaluate("""() => {
+        const realFetch = window.fetch;
+        window.releaseRequest = null;
+        window.fetch = (url, init) => {
+            if (!init || init.method !== "POST") return realFetch(url, init);
+            return new Promise((resolve) => { window.releaseRequest = () => resolve(realFetch(url, init)); });
+        };
+    }""")
+    page.get_by_label("New task").fill("Slow one")
+    page.get_by_label("New task").press("Enter")
+    page.wait_for_function("window.releaseRequest !== null")
+    for control in [page.get_by_role("button", name="Add"), page.get_by_role("button", name="Delete"),
+                    page.get_by_role("button", name="Done"), page.get_by_role("checkbox", name="Existing")]:
+        expect(control).to_be_disabled()
+    page.evaluate("window.releaseRequest()")
+    expect(page.get_by_role("checkbox", name="Slow one")).to_be_enabled()
+    expect(page.get_by_role("button", name="Add")).to_be_enabled()
+    assert [t["title"] for t in server.call("GET", "/api/tasks")] == ["Slow one", "Existing"]
+
+
+def test_the_latest_100_note_and_stats_beyond_it(page, server):
+    for n in range(101):
+        server.add(f"task {n}", done=n < 10)
+    reload(page)
+    expect(page.get_by_text(re.compile("Only the latest 100"))).to_be_visible()
+    expect(page.locator("#tasks li")).to_have_count(100)
+    expect(page.locator("#stats")).to_have_text("101 total · 91 open · 10 done")
+    assert titles(page)[0] == "task 100"
+
+
+def test_phone_width_fits_and_works(page, server):
+    page.set_viewport_size(PHONE)
+    add(page, "A task with a rather long title that has to wrap on a phone screen nicely")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], f"horizontal scrolling at phone width ({width}px)"
+    for name in ("Add", "Edit", "Delete", "All", "Open", "Done"):
+        box = page.get_by_role("button", name=name, exact=True).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], name
