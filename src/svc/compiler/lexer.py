@@ -179,6 +179,8 @@ class _Lexer:
 
     def scan(self, number: int, text: str, pos: int) -> None:
         match = _MASTER.match
+        append = self.tokens.append
+        file = self.file
         end = len(text)
         while pos < end:
             m = match(text, pos)
@@ -190,10 +192,11 @@ class _Lexer:
             if kind == "name":
                 word = m.group()
                 word = ALIASES.get(word, word)
-                self.add(word if word in KEYWORDS else "name", word, number, pos + 1, stop + 1)
+                append(Token(word if word in KEYWORDS else "name", word, file, number, pos + 1,
+                             stop + 1))
             elif kind == "op":
                 op = m.group()
-                self.add(op, op, number, pos + 1, stop + 1)
+                append(Token(op, op, file, number, pos + 1, stop + 1))
                 if op in "([":
                     self.brackets.append(self.tokens[-1])
                 elif op in ")]" and self.brackets:

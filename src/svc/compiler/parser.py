@@ -18,6 +18,10 @@ from svc.compiler.source import SourceFile, Span
 
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
 COMPARISONS = frozenset(("==", "!=", "<", ">", "<=", ">="))
+NOT_PREC = 3
+COMPARISON_PREC = 4
+BINARY_PREC = {"or": 1, "and": 2, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
+               **{op: COMPARISON_PREC for op in COMPARISONS}}
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")
 #: Tokens that can start an expression (used to tell `return` from `return e`).
@@ -482,54 +486,24 @@ class Parser:
 
     # --- expressions --------------------------------------------------------------------------
 
-    def expr(self) -> ast.Expr:
-        left = self.and_expr()
-        while self.at("or"):
-            self.advance()
-            right = self.and_expr()
-            left = ast.Binary(left.span.to(right.span), "or", left, right)
-        return left
-
-    def and_expr(self) -> ast.Expr:
-        left = self.not_expr()
-        while self.at("and"):
-            self.advance()
-            right = self.not_expr()
-            left = ast.Binary(left.span.to(right.span), "and", left, right)
-        return left
-
-    def not_expr(self) -> ast.Expr:
-        if self.at("not"):
+    def expr(self, min_prec: int = 1) -> ast.Expr:
+        """Precedence climbing over the binary operators (all left-associative) and `not`."""
+        if self.tok.kind == "not" and min_prec <= NOT_PREC:
             start = self.advance()
-            operand = self.not_expr()
-            return ast.Unary(self.span_from(start), "not", operand)
-        return self.comparison()
-
-    def comparison(self) -> ast.Expr:
-        left = self.additive()
-        if self.tok.kind in COMPARISONS:
-            op = self.advance().kind
-            right = self.additive()
+            operand = self.expr(NOT_PREC)
+            left: ast.Expr = ast.Unary(self.span_from(start), "not", operand)
+        else:
+            left = self.unary()
+        while True:
+            op = self.tok.kind
+            prec = BINARY_PREC.get(op)
+            if prec is None or prec < min_prec:
+                return left
+            self.advance()
+            right = self.expr(prec + 1)
             left = ast.Binary(left.span.to(right.span), op, left, right)
-            if self.tok.kind in COMPARISONS:
+            if prec == COMPARISON_PREC and self.tok.kind in COMPARISONS:
                 raise self.fail("comparisons cannot be chained; combine them with 'and'")
-        return left
-
-    def additive(self) -> ast.Expr:
-        left = self.term()
-        while self.tok.kind in ("+", "-"):
-            op = self.advance().kind
-            right = self.term()
-            left = ast.Binary(left.span.to(right.span), op, left, right)
-        return left
-
-    def term(self) -> ast.Expr:
-        left = self.unary()
-        while self.tok.kind in ("*", "/", "%"):
-            op = self.advance().kind
-            right = self.unary()
-            left = ast.Binary(left.span.to(right.span), op, left, right)
-        return left
 
     def unary(self) -> ast.Expr:
         if not self.at("-"):

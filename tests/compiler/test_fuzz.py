@@ -1,0 +1,96 @@
+"""Fuzzing `svcc check`: mutated good programs must only ever produce diagnostics, never an
+exception. Seeded, so a failure is reproducible from the printed seed and index.
+
+A few hundred inputs by default; `SVC_FUZZ_EXAMPLES=10000` for the long run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from svc.compiler.diagnostics import render
+from svc.compiler.driver import compile_program
+
+CORPUS = Path(__file__).parent / "corpus"
+EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
+SEED = int(os.environ.get("SVC_FUZZ_SEED", "20261122"))
+SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"\\", b"\\u{",
+            b"@get(", b"->", b"?", b"=", b"+=", b"match x:\n", b"case ", b"try ", b"await ",
+            b"let ", b"def ", b"class ", b"import \"", b"None", b"9223372036854775808",
+            b"-", b".", b",", b"#", b"\xff", b"\xc3", b"\x00", b"\r", b"\xe2\x80\xa8", b"_",
+            b"db_all[Task](", b"[i64]", b"Result[", b"if ", b"elif ", b"else:", b"return "]
+
+
+def seeds() -> list[bytes]:
+    """The good programs (entry files) to mutate."""
+    files = sorted(CORPUS.rglob("*.svc"))
+    return [f.read_bytes() for f in files if f.stat().st_size < 200_000]
+
+
+def mutate(rng: random.Random, data: bytes) -> bytes:
+    """One to four random edits: token-ish deletes, duplicates and swaps, inserted bytes and
+    snippets, truncation, and indentation changes."""
+    for _ in range(rng.randint(1, 4)):
+        if not data:
+            data = rng.choice(SNIPPETS)
+        op = rng.randrange(8)
+        i = rng.randrange(len(data))
+        j = min(len(data), i + rng.randint(1, 12))
+        if op == 0:
+            data = data[:i] + data[j:]
+        elif op == 1:
+            data = data[:i] + data[i:j] + data[i:]
+        elif op == 2:
+            k = rng.randrange(len(data))
+            a, b = sorted((i, k))
+            data = data[:a] + data[b:b + (j - i)] + data[a + (j - i):b] + data[a:a + (j - i)] \
+                + data[b + (j - i):]
+        elif op == 3:
+            data = data[:i] + bytes([rng.randrange(256)]) + data[i:]
+        elif op == 4:
+            data = data[:i] + rng.choice(SNIPPETS) + data[i:]
+        elif op == 5:
+            data = data[:i]
+        elif op == 6:
+            lines = data.split(b"\n")
+            n = rng.randrange(len(lines))
+            lines[n] = b" " * rng.choice((1, 2, 4, 8)) + lines[n] if rng.random() < 0.5 \
+                else lines[n].lstrip(b" ")
+            data = b"\n".join(lines)
+        else:
+            lines = data.split(b"\n")
+            a, b = rng.randrange(len(lines)), rng.randrange(len(lines))
+            lines[a], lines[b] = lines[b], lines[a]
+            data = b"\n".join(lines)
+    return data
+
+
+@pytest.mark.fuzz
+@pytest.mark.timeout(3600)
+def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
+    bases = seeds()
+    assert bases
+    # Imports of the mutated files resolve in the copied corpus, so multi-file cases work too.
+    shutil.copytree(CORPUS, tmp_path / "corpus")
+    target = tmp_path / "corpus" / "fuzz_main.svc"
+    rng = random.Random(SEED)
+    started = time.monotonic()
+    for index in range(EXAMPLES):
+        data = mutate(rng, rng.choice(bases))
+        target.write_bytes(data)
+        try:
+            program, diagnostics, sources = compile_program(file=str(target))
+            for diagnostic in diagnostics:
+                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
+                render(diagnostic, sources.get(diagnostic.span.file))
+        except Exception as exc:  # pragma: no cover - the failure report
+            (tmp_path / "failing.svc").write_bytes(data)
+            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
+                                 f"{data.decode('utf-8', 'replace')}") from exc
+    print(f"fuzz: {EXAMPLES} inputs in {time.monotonic() - started:.1f}s (seed {SEED})")
