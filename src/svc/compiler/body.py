@@ -435,7 +435,7 @@ class BodyChecker:
             return self.arithmetic(e, lt, rt)
         if op in EQUALITY:
             comparable = assignable(lt, rt) or assignable(rt, lt)
-            if not comparable or isinstance(lt, ResultOf) or lt in (NONE,) and rt == NONE:
+            if not comparable:
                 self.error(f"operator '{op}' compares values of one type, found {fmt(lt)} and "
                            f"{fmt(rt)}", e.span)
             return BOOL
@@ -580,6 +580,7 @@ class BodyChecker:
         if call.type_args:
             self.error(f"class {name} takes no type arguments", call.type_args[0].span)
         given: set[str] = set()
+        unknown = False
         for kw in call.keywords:
             span = Span(kw.span.file, kw.span.line, kw.span.col, kw.span.line,
                         kw.span.col + len(kw.name))
@@ -587,6 +588,7 @@ class BodyChecker:
                 hint = self.checker.suggest(kw.name, fields)
                 self.error(f"unknown field '{kw.name}' in class {name}{hint}", span)
                 self.expr(kw.value)
+                unknown = True
             elif kw.name in given:
                 self.error(f"field '{kw.name}' is given twice", span)
                 self.expr(kw.value)
@@ -594,7 +596,7 @@ class BodyChecker:
                 self.expect(kw.value, fields[kw.name], f"field '{kw.name}' of {name}: ")
             given.add(kw.name)
         missing = [f for f in fields if f not in given]
-        if missing:
+        if missing and not unknown:  # a misspelt field is reported once, as unknown
             listed = ", ".join(f"'{f}'" for f in missing)
             self.error(f"missing field{'s' if len(missing) > 1 else ''} {listed} in {name}(...)",
                        call.func.span)
