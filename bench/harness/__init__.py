@@ -1,0 +1,1 @@
+"""The benchmark harness: servers, wrk, capacity and endurance clients, the report."""

@@ -1,0 +1,180 @@
+"""Turns one run's results into bench/RESULTS.md, and says what failed."""
+
+from pathlib import Path
+
+from harness.machine import describe
+from harness.servers import BENCH
+
+TARGETS = [  # (case, peer, minimum ratio svc / peer)
+    ("GET /health", "node", 3.0),
+    ("GET /small", "node", 2.5),
+    ("POST /echo 5 B name", "node", 2.0),
+    ("POST /echo 4 KiB name", "node", 2.0),
+    ("GET /users/{id}", "node", 1.5),
+    ("GET /health", "go", 1.0),
+    ("GET /small", "go", 1.0),
+    ("GET /health", "bare-uvloop", 0.9),
+]
+RSS_LIMIT_MIB = 300
+PROFILE_NOTES = BENCH / "profile_notes.md"
+
+
+def command_line(quick: bool) -> str:
+    return "BENCH_QUICK=1 make bench" if quick else "make bench"
+
+
+def ratio(summary: dict, server: str, peer: str, case: str) -> float | None:
+    try:
+        return summary[server][case]["rps"] / summary[peer][case]["rps"]
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def throughput_table(results: dict) -> list[str]:
+    summary = results["summary"]
+    lines = [
+        "| Case | Server | req/s (median) | min–max | p50 ms | p99 ms | RSS MiB | vs Node | vs bare uvloop | errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for case in results["cases"]:
+        ranked = sorted(results["servers"], key=lambda s: -summary[s][case]["rps"])
+        for server in ranked:
+            s = summary[server][case]
+            lines.append(
+                f"| {case} | {server} | {s['rps']:,.0f} | {s['rps_min']:,.0f}–{s['rps_max']:,.0f} "
+                f"| {s['p50_ms']:.2f} | {s['p99_ms']:.2f} | {s['rss_mib']:.0f} "
+                f"| {fmt_ratio(ratio(summary, server, 'node', case))} "
+                f"| {fmt_ratio(ratio(summary, server, 'bare-uvloop', case))} | {s['errors']} |"
+            )
+    return lines
+
+
+def capacity_row(endurance: dict | None) -> tuple[str, str]:
+    if not endurance:
+        return "not run", "missed"
+    c = endurance["capacity"]
+    met = c["failed"] == 0 and c["held_rss_mib"] < RSS_LIMIT_MIB
+    return f"{c['answered']:,} answered, RSS {c['held_rss_mib']:.0f} MiB", "met" if met else "missed"
+
+
+def targets_table(results: dict) -> list[str]:
+    lines = ["| Target | Measured | Result |", "|---|---:|---|"]
+    for case, peer, minimum in TARGETS:
+        value = ratio(results["summary"], "svc", peer, case)
+        label = f"svc {case} ≥ {minimum:.1f}× {peer}" if minimum != 0.9 else f"svc {case} ≥ 90% of {peer}"
+        verdict = "not measured" if value is None else ("met" if value >= minimum else "missed")
+        lines.append(f"| {label} | {fmt_ratio(value)} | {verdict} |")
+    measured, verdict = capacity_row(results["endurance"])
+    lines.append(f"| 10,000 connections answered, RSS < {RSS_LIMIT_MIB} MiB | {measured} | {verdict} |")
+    return lines
+
+
+def growth(samples: list) -> tuple[float, int]:
+    """RSS and open-file change from the first sample under load to the last."""
+    first, last = samples[1], samples[-1]
+    return last[1] - first[1], last[2] - first[2]
+
+
+def endurance_section(endurance: dict | None) -> list[str]:
+    if not endurance:
+        return ["Not run: the endurance server did not pass conformance or was not selected."]
+    c, soak, slow = endurance["capacity"], endurance["soak"], endurance["slow"]
+    rss_growth, fd_growth = growth(soak["samples"])
+    samples = ", ".join(f"{t} s: {rss:.0f} MiB/{fds} fds" for t, rss, fds in soak["samples"])
+    return [
+        f"Server: `{endurance['server']}`.",
+        "",
+        f"- **{c['connections']:,} simultaneous connections**, each answered one GET /health: "
+        f"{c['answered']:,} answered, {c['failed']} failed, in {c['seconds']:.2f} s. "
+        f"RSS {c['base_rss_mib']:.0f} MiB before → {c['held_rss_mib']:.0f} MiB holding them → "
+        f"{c['after_rss_mib']:.0f} MiB after; open files {c['base_fds']} → {c['held_fds']} → "
+        f"{c['after_fds']} ({c['fd_settle_s']} s after the clients closed).",
+        f"- **Soak**: {soak['seconds']} s of POST /echo (4 KiB name) on {soak['connections']} connections: "
+        f"{soak['requests']:,} requests, {soak['requests_per_s']:,.0f} req/s, {soak['errors']} errors"
+        f"{' (' + soak['error_detail'] + ')' if soak['errors'] else ''}. RSS change from 10 s to the end "
+        f"{rss_growth:+.1f} MiB, open files {fd_growth:+d}; after the load {soak['after_fds']} open files. "
+        f"Samples: {samples}.",
+        f"- **Slow clients**: {slow['opened']:,} connections ({slow['idle']['count']} idle, "
+        f"{slow['drip']['count']} sending one header line a second) with a {slow['deadline_s']} s wait "
+        f"deadline, during {slow['deadline_s']} s of GET /small on 64 connections: "
+        f"{slow['mixed_rps']:,.0f} req/s with them vs {slow['alone_rps']:,.0f} alone "
+        f"({slow['mixed_rps'] / slow['alone_rps']:.0%}), errors {slow['mixed_errors']}, p99 "
+        f"{slow['mixed_p99_ms']:.2f} ms. Closed by the server: idle {close_text(slow['idle'])}; "
+        f"drip-feeding {close_text(slow['drip'])}.",
+    ]
+
+
+def close_text(stats: dict) -> str:
+    if not stats["closed"]:
+        return f"0 of {stats['count']}"
+    return (f"{stats['closed']} of {stats['count']} after {stats['min_s']}–{stats['max_s']} s "
+            f"(median {stats['median_s']} s)")
+
+
+def render(results: dict) -> str:
+    settings = results["settings"]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Produced by `{results['command']}` ({results['mode']} mode) from {results['started']} to "
+        f"{results['finished']} UTC; shuffle seed {results['seed']}. Regenerate with the same command.",
+        "",
+        "## Machine and versions",
+        "",
+        *[f"- **{label}**: {text}" for label, text in describe().items()],
+        "",
+        "## Method",
+        "",
+        f"Each server runs alone, pinned to CPU 0 with `taskset -c 0`; `wrk -t1 -c64` runs pinned to "
+        f"CPU 1. Every case: {settings['warmup']} s warm-up, then {settings['seconds']} s measured, "
+        f"{settings['rounds']} round(s); in each round the servers and each server's cases run in a "
+        "shuffled order and each server is started fresh. Reported: the median requests/s and the "
+        "min–max across rounds, the median p50/p99 latency, the server's RSS (VmRSS of the server "
+        "process) at the end of the case's last round, and ratios of medians. Before any load, each "
+        "server (except the fixed-response ceiling) passes `bench/conformance.py`: same JSON, status "
+        "codes and strictness as `examples/workload/workload.svc`. Databases are SQLite `:memory:` "
+        "with the same 1,000 seeded rows.",
+        "",
+        "## Throughput and latency",
+        "",
+        *throughput_table(results),
+        "",
+        "## Targets",
+        "",
+        *targets_table(results),
+        "",
+        "## Capacity and endurance",
+        "",
+        *endurance_section(results["endurance"]),
+        "",
+    ]
+    if results["excluded"]:
+        lines += ["## Not measured", ""]
+        lines += [f"- `{name}`: {'; '.join(p[:300] for p in problems[:3])}" for name, problems in results["excluded"].items()]
+        lines.append("")
+    if PROFILE_NOTES.exists():
+        lines += [PROFILE_NOTES.read_text().rstrip(), ""]
+    return "\n".join(lines)
+
+
+def failures(results: dict) -> list[str]:
+    """What makes the run fail (targets are reported, not enforced): errors, exclusions, leaks."""
+    found = [f"{name} excluded" for name in results["excluded"]]
+    for server, by_case in results["summary"].items():
+        found += [f"{server} {case}: {s['errors']} errors" for case, s in by_case.items() if s["errors"]]
+    endurance = results["endurance"]
+    if endurance:
+        c, soak, slow = endurance["capacity"], endurance["soak"], endurance["slow"]
+        if c["failed"]:
+            found.append(f"capacity: {c['failed']} connections not answered")
+        if c["after_fds"] > c["base_fds"]:
+            found.append(f"capacity: open files {c['after_fds']} did not return to {c['base_fds']}")
+        if soak["errors"]:
+            found.append(f"soak: {soak['errors']} errors")
+        if slow["mixed_errors"] or slow["idle"]["closed"] < slow["idle"]["count"] or slow["drip"]["closed"] < slow["drip"]["count"]:
+            found.append("slow clients: errors, or slow connections not closed at the deadline")
+    return found

@@ -1,0 +1,135 @@
+"""The servers under test: how each one is started, pinned, probed and stopped.
+
+Each server is started with `taskset -c 0`, which execs the command, so the pid we hold is
+the server process itself and /proc/<pid>/status is its own memory, not a wrapper's.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
+WORK = BENCH / ".work"
+LOGS = WORK / "logs"
+SERVER_CPU = "0"
+CLIENT_CPU = "1"
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    command: tuple[str, ...]
+    cwd: Path = ROOT
+    env: dict = field(default_factory=dict)
+    conforms: bool = True  # False for the fixed-response ceiling, which has no routes
+
+
+SPECS = {
+    "svc": ServerSpec(
+        "svc",
+        (str(ROOT / ".venv/bin/svcc"), "run", "examples/workload/workload.svc"),
+        env={"SVC_LOG": "quiet"},
+    ),
+    "bare-uvloop": ServerSpec(
+        "bare-uvloop", (str(ROOT / ".venv/bin/python"), "bench/peers/bare_uvloop.py"), conforms=False
+    ),
+    "node": ServerSpec(
+        "node", ("node", "bench/peers/node/server.js"), env={"NODE_PATH": str(WORK / "node/node_modules")}
+    ),
+    "go": ServerSpec("go", (str(WORK / "go-server"),)),
+    "fastapi": ServerSpec(
+        "fastapi",
+        (
+            str(WORK / "venv/bin/python"), "-m", "uvicorn", "fastapi_app:app", "--host", "127.0.0.1",
+            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+        ),
+        cwd=BENCH / "peers",
+    ),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningServer:
+    """One started server process; use as a context manager so it is always stopped."""
+
+    def __init__(self, spec: ServerSpec, extra_env: dict | None = None):
+        self.spec = spec
+        self.port = free_port()
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOGS / f"{spec.name}.log"
+        env = dict(os.environ, SVC_PORT=str(self.port), SVC_DB=":memory:", **spec.env, **(extra_env or {}))
+        command = ["taskset", "-c", SERVER_CPU, *spec.command]
+        if spec.name == "fastapi":
+            command += ["--port", str(self.port)]
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(command, cwd=spec.cwd, env=env, stdout=log, stderr=log)
+        self.pid = self.process.pid
+
+    def __enter__(self):
+        self.wait_ready()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Waits for GET /health to answer 200; a server that dies or never answers is fatal."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.spec.name} exited with {self.process.returncode}; see {self.log_path}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"{self.spec.name} did not answer /health within {timeout:.0f} s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def rss_mib(self) -> float:
+        return proc_rss_kib(self.pid) / 1024
+
+    def fd_count(self) -> int:
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+
+def proc_rss_kib(pid: int) -> int:
+    """VmRSS of the process from /proc/<pid>/status, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def client_command(*args: str) -> list[str]:
+    """A command pinned to the client CPU (the one wrk uses)."""
+    return ["taskset", "-c", CLIENT_CPU, *args]
+
+
+def python_client(*args: str) -> list[str]:
+    return client_command(sys.executable, str(BENCH / "harness" / "clients.py"), *args)

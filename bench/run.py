@@ -1,0 +1,142 @@
+"""`make bench`: every server side by side on this machine, in one run, then bench/RESULTS.md.
+
+Servers run pinned to CPU 0, wrk and the other clients to CPU 1. Each server first passes the
+conformance check (same JSON shapes, status codes and strictness as workload.svc) or it is
+not measured. Then rounds: in each round the servers, and each server's cases, run in a
+shuffled order, each case a warm-up and a measured wrk run on 64 connections; every server is
+started fresh for each round. Then capacity and endurance runs against svc.
+
+  run.py            full mode (3 rounds, 2 s warm-up, 10 s measured, 120 s soak)
+  run.py --quick    1 round, 1 s + 3 s, 20 s soak: to try the harness (also BENCH_QUICK=1)
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import conformance  # noqa: E402
+from harness import endurance, report, wrk  # noqa: E402
+from harness.servers import SPECS, WORK, RunningServer  # noqa: E402
+
+FULL = dict(rounds=3, warmup=2, seconds=10, soak=120, deadline=10)
+QUICK = dict(rounds=1, warmup=1, seconds=3, soak=20, deadline=4)
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def conforming(names: list[str]) -> tuple[list[str], dict]:
+    """The servers that start and answer like workload.svc, and why each other one is out."""
+    kept, excluded = [], {}
+    for name in names:
+        spec = SPECS[name]
+        try:
+            with RunningServer(spec) as server:
+                problems = conformance.check(server.port) if spec.conforms else []
+        except RuntimeError as failure:
+            problems = [str(failure)]
+        if problems:
+            excluded[name] = problems
+            log(f"{name}: EXCLUDED: " + "; ".join(problems[:3]))
+        else:
+            kept.append(name)
+            log(f"{name}: conforms")
+    return kept, excluded
+
+
+def measure(names: list[str], cases: list[wrk.Case], mode: dict, seed: int) -> dict:
+    """runs[server][case] = list of per-round dicts (one wrk result plus the RSS at its end)."""
+    shuffle = random.Random(seed)
+    runs = {name: {case.name: [] for case in cases} for name in names}
+    for round_no in range(1, mode["rounds"] + 1):
+        order = shuffle.sample(names, len(names))
+        log(f"round {round_no}: {', '.join(order)}")
+        for name in order:
+            with RunningServer(SPECS[name]) as server:
+                for case in shuffle.sample(cases, len(cases)):
+                    wrk.run(server.url(""), case, mode["warmup"])
+                    result = wrk.run(server.url(""), case, mode["seconds"])
+                    runs[name][case.name].append({**result.__dict__, "rss_mib": round(server.rss_mib(), 1)})
+                    log(f"  {name:12} {case.name:24} {result.requests_per_s:10.0f} req/s"
+                        f"  p99 {result.p99_ms:6.2f} ms  errors {result.errors}")
+    return runs
+
+
+def summarize(runs: dict) -> dict:
+    """Per server and case: medians, the spread of requests/s across rounds, total errors."""
+    summary = {}
+    for name, by_case in runs.items():
+        for case, rounds in by_case.items():
+            rps = [r["requests_per_s"] for r in rounds]
+            summary.setdefault(name, {})[case] = {
+                "rps": statistics.median(rps), "rps_min": min(rps), "rps_max": max(rps),
+                "p50_ms": statistics.median(r["p50_ms"] for r in rounds),
+                "p99_ms": statistics.median(r["p99_ms"] for r in rounds),
+                "rss_mib": rounds[-1]["rss_mib"], "errors": sum(r["errors"] for r in rounds),
+                "rounds": len(rounds),
+            }
+    return summary
+
+
+def endurance_runs(name: str, mode: dict) -> dict:
+    spec = SPECS[name]
+    log(f"capacity: 10,000 connections against {name}")
+    results = {"server": name, "capacity": endurance.capacity(spec, 10_000)}
+    log(f"  {results['capacity']}")
+    log(f"soak: {mode['soak']} s of POST /echo 4 KiB on 128 connections against {name}")
+    results["soak"] = endurance.soak(spec, mode["soak"])
+    log(f"  {results['soak']}")
+    log(f"slow clients: 1,000 idle and drip-feeding connections during GET /small against {name}")
+    results["slow"] = endurance.slow_clients(spec, 500, 500, mode["deadline"])
+    log(f"  {results['slow']}")
+    return results
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
+    parser.add_argument("--servers", default=",".join(SPECS), help="comma-separated subset of " + ",".join(SPECS))
+    parser.add_argument("--endurance-server", default="svc", help="server for capacity and endurance ('none' skips)")
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS.md"))
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    mode = QUICK if args.quick else FULL
+    started = datetime.now(timezone.utc)
+    names, excluded = conforming([n.strip() for n in args.servers.split(",") if n.strip()])
+    runs = measure(names, wrk.CASES, mode, args.seed)
+    endurance_results = None
+    if args.endurance_server in names:
+        endurance_results = endurance_runs(args.endurance_server, mode)
+    results = {
+        "started": started.isoformat(timespec="seconds"),
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "mode": "quick" if args.quick else "full", "settings": mode, "seed": args.seed,
+        "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
+        "cases": [c.name for c in wrk.CASES], "runs": runs, "summary": summarize(runs),
+        "endurance": endurance_results,
+    }
+    WORK.mkdir(parents=True, exist_ok=True)
+    (WORK / "results.json").write_text(json.dumps(results, indent=1))
+    Path(args.out).write_text(report.render(results))
+    log(f"wrote {args.out}")
+    failed = report.failures(results)
+    for failure in failed:
+        log(f"FAILED: {failure}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
