@@ -1,0 +1,94 @@
+"""`svcc run`: compile errors stop everything, main's outcome is the exit status, project mode
+resolves the database next to svc.toml, and nothing ever shows a Python traceback."""
+
+from __future__ import annotations
+
+import textwrap
+
+from svc_process import run_to_end, start
+
+
+def _write(path, text: str):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_compile_error_prints_diagnostics_and_starts_nothing(tmp_path):
+    prog = _write(tmp_path / "bad.svc", """
+        async def main() -> Result[unit, Error]:
+            x = 1 + "a"
+            return ok(())
+    """)
+    result = run_to_end(["run", str(prog)])
+    assert result.returncode == 1
+    assert "error:" in result.stderr and "bad.svc:3" in result.stderr and "^" in result.stderr
+    assert result.stdout == "" and "Traceback" not in result.stderr
+
+
+def test_sync_main_prints_and_exits_0(tmp_path):
+    prog = _write(tmp_path / "hi.svc", """
+        def main():
+            print("hi " + str(6 * 7))
+    """)
+    result = run_to_end(["run", str(prog)])
+    assert (result.returncode, result.stdout, result.stderr) == (0, "hi 42\n", "")
+
+
+def test_err_from_main_and_fault_in_main_exit_1(tmp_path):
+    prog = _write(tmp_path / "err.svc", """
+        async def main() -> Result[unit, Error]:
+            return not_found("nothing to do")
+    """)
+    result = run_to_end(["run", str(prog)])
+    assert (result.returncode, result.stderr) == (1, "error: nothing to do\n")
+    prog = _write(tmp_path / "fault.svc", """
+        def divide(a: i64, b: i64) -> i64:
+            return a / b
+
+        def main():
+            print(str(divide(1, 0)))
+    """)
+    result = run_to_end(["run", str(prog)])
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: division by zero") and "fault.svc:3" in result.stderr
+
+
+def test_missing_file_is_a_usage_error(tmp_path):
+    result = run_to_end(["run", str(tmp_path / "nope.svc")])
+    assert result.returncode == 2 and result.stderr.startswith("error: ")
+
+
+def test_project_mode_resolves_the_database_in_the_project(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    _write(project / "svc.toml", """
+        entry = "app.svc"
+    """)
+    _write(project / "models.svc", """
+        class Note:
+            id: i64
+            text: str
+    """)
+    _write(project / "app.svc", """
+        import "models.svc"
+
+        @get("/notes/{id}")
+        async def note(db: Db, id: i64) -> Result[Note?, Error]:
+            return await db_one[Note](db, "SELECT id, text FROM notes WHERE id = ?1", id)
+
+        async def main() -> Result[unit, Error]:
+            port = try parse_i64(env("SVC_PORT", "8080"))
+            db = try await db_open("notes.sqlite")
+            try await db_exec(db, "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+            try await db_exec(db, "INSERT OR REPLACE INTO notes VALUES (1, 'first')")
+            return await serve(db, port)
+    """)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    server = start(["--project", str(project)], cwd=elsewhere)
+    try:
+        assert server.request("GET", "/notes/1").json() == {"id": 1, "text": "first"}
+        assert server.request("GET", "/notes/2").status == 404
+    finally:
+        assert server.stop() == 0
+    assert (project / "notes.sqlite").exists() and not (elsewhere / "notes.sqlite").exists()
