@@ -186,7 +186,7 @@ def test_the_schema_enforces_the_same_rules(tmp_path):
     assert own.stop() == 0
     with sqlite3.connect(db_path) as db:
         db.execute("INSERT INTO tasks (title, done) VALUES (?, 0)", ("あ" * 80,))
-        for title, done in [("", 0), ("x" * 241, 0), ("あ" * 81, 0), ("ok", 2), ("ok", "yes"), (None, 0), (7, 0)]:
+        for title, done in [("", 0), ("x" * 241, 0), ("あ" * 81, 0), ("ok", 2), ("ok", "yes"), ("ok", 0.5), (None, 0)]:
             with pytest.raises(sqlite3.IntegrityError):
                 db.execute("INSERT INTO tasks (title, done) VALUES (?, ?)", (title, done))
         created = db.execute("SELECT created_at FROM tasks ORDER BY id DESC LIMIT 1").fetchone()[0]
@@ -249,7 +249,10 @@ def test_default_db_is_tasks_sqlite_in_the_project_folder(tmp_path):
 def test_relative_svc_db_in_project_mode_is_in_the_project_folder(tmp_path):
     project = copy_project(tmp_path)
     server = start(tmp_path, db="custom.sqlite", target=["--project", str(project)])
-    assert server.stop() == 0
+    try:
+        server.add("stored next to svc.toml, under the name SVC_DB gives")
+    finally:
+        assert server.stop() == 0
     assert (project / "custom.sqlite").is_file()
     assert not (tmp_path / "custom.sqlite").exists()
 
