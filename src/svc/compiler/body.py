@@ -184,11 +184,15 @@ class BodyChecker:
                        "assigned", target.span)
             return
         t = self.expr(target)
-        if isinstance(target, syntax.Index) and target.value.type not in (UNKNOWN, None) \
-                and not isinstance(target.value.type, ListOf):
-            self.error(f"cannot assign into {fmt(target.value.type)}: only list elements can "
-                       "be assigned", target.span)
-        self.expect(s.value, t)
+        if isinstance(target, syntax.Attribute):
+            what = f"field '{target.attr}' of {fmt(target.value.type)}: "
+        else:
+            what = "list element: "
+            if target.value.type != UNKNOWN and not isinstance(target.value.type, ListOf):
+                self.error(f"cannot assign into {fmt(target.value.type)}: only list elements "
+                           "can be assigned", target.span)
+                t = UNKNOWN
+        self.expect(s.value, t, what)
 
     def s_AugAssign(self, s: syntax.AugAssign) -> None:
         t = self.expr(s.target)
@@ -546,6 +550,8 @@ class BodyChecker:
 
     def arity(self, call: syntax.Call, what: str, count: int, variadic: bool = False) -> bool:
         found = len(call.args)
+        if call.keywords:  # already reported as "positional arguments only"
+            return False
         if found == count or (variadic and found > count):
             return True
         plural = "argument" if count == 1 else "arguments"
@@ -596,7 +602,7 @@ class BodyChecker:
                 self.expect(kw.value, fields[kw.name], f"field '{kw.name}' of {name}: ")
             given.add(kw.name)
         missing = [f for f in fields if f not in given]
-        if missing and not unknown:  # a misspelt field is reported once, as unknown
+        if missing and not unknown and not call.args:  # one mistake, one message
             listed = ", ".join(f"'{f}'" for f in missing)
             self.error(f"missing field{'s' if len(missing) > 1 else ''} {listed} in {name}(...)",
                        call.func.span)
