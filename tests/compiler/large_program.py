@@ -12,12 +12,15 @@ _UNIT = '''class Item{n}:
     id: i64
     name: str
     score: f64
-    tags: List[str]
     note: str?
 
-def total{n}(items: List[Item{n}], limit: i64) -> i64:
+class Group{n}:
+    name: str
+    items: List[Item{n}]
+
+def total{n}(group: Group{n}, limit: i64) -> i64:
     total = 0
-    for item in items:
+    for item in group.items:
         if item.id > limit and item.score >= 0.5:
             total += item.id * 2 - 1
         elif item.note == None:
@@ -48,7 +51,8 @@ async def get_item{n}(db: Db, id: i64) -> Result[Item{n}, Error]:
 '''
 _MAIN = '''async def main() -> Result[unit, Error]:
     db = try await db_open(":memory:")
-    print(describe0(Item0(id=1, name="a", score=1.0, tags=["x"], note=None)))
+    item = Item0(id=1, name="a", score=1.0, note=None)
+    print(describe0(item) + str(total0(Group0(name="g", items=[item]), 0)))
     return ok(())
 '''
 

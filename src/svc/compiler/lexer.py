@@ -258,8 +258,7 @@ class _Lexer:
     def escape(self, number: int, text: str, i: int) -> tuple[str, int]:
         """Decode the escape at text[i] == '\\'; returns (text, next index)."""
         if i + 1 >= len(text):
-            self.error("unfinished escape sequence at end of line", number, i + 1)
-            return "", i + 1
+            return "", i + 1  # a backslash ending the line: reported as an unclosed string
         c = text[i + 1]
         if c in _SIMPLE_ESCAPES:
             return _SIMPLE_ESCAPES[c], i + 2

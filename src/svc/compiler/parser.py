@@ -101,6 +101,7 @@ class Parser:
         """Record an error that needs no recovery (the parse goes on normally)."""
         if not self.speculating and span.line not in self.quiet_lines:
             self.diagnostics.append(Diagnostic(message, span))
+            self.quiet_lines.add(span.line)
 
     def span_from(self, start: Token | Span) -> Span:
         end = self.prev
@@ -289,7 +290,8 @@ class Parser:
     def param(self) -> ast.Param:
         name = self.expect("name", "a parameter name")
         if not self.at(":"):
-            raise self.fail(f"parameter '{name.value}' needs a type: '{name.value}: Type'")
+            raise self.fail(f"parameter '{name.value}' needs a type: '{name.value}: Type'",
+                            name.span)
         self.advance()
         annotation = self.type_expr()
         if self.at("="):
@@ -396,11 +398,13 @@ class Parser:
         if self.at("="):
             self.check_target(target)
             self.advance()
-            return ast.Assign(self.span_from(start), target, self.expr())
+            value = self.expr()
+            return ast.Assign(self.span_from(start), target, value)
         if self.tok.kind in AUGMENTED:
             self.check_target(target)
             op = AUGMENTED[self.advance().kind]
-            return ast.AugAssign(self.span_from(start), target, op, self.expr())
+            value = self.expr()
+            return ast.AugAssign(self.span_from(start), target, op, value)
         if self.at(":") and isinstance(target, ast.Name):
             raise self.fail(f"to declare a typed variable write 'let {target.id}: Type = ...'")
         return ast.ExprStmt(self.span_from(start), target)
@@ -425,8 +429,8 @@ class Parser:
         start = self.advance()  # 'if' or 'elif'
         test = self.expr()
         self.expect(":", "':' after the condition")
-        body = self.block()
-        node = ast.If(self.span_from(start), test, body)
+        span = self.span_from(start)  # the header: a body ends at a NEWLINE or DEDENT token
+        node = ast.If(span, test, self.block())
         if self.at("elif"):
             node.orelse = [self.if_stmt()]
         elif self.at("else"):
@@ -469,7 +473,8 @@ class Parser:
         start = self.expect("case", "'case' in the match block")
         pattern = self.pattern()
         self.expect(":", "':' after the pattern")
-        return ast.Case(self.span_from(start), pattern, self.block())
+        span = self.span_from(start)
+        return ast.Case(span, pattern, self.block())
 
     def pattern(self) -> ast.Pattern:
         start = self.tok
