@@ -1,0 +1,55 @@
+"""The entry point of executables made by `svcc build`, and the format of the program they carry.
+
+`svcc build` marshals the compiled program into one data file (`PAYLOAD_NAME`) that PyInstaller
+packs next to this script. At start the executable reads it back from the folder its bootloader
+unpacked (`sys._MEIPASS`) and runs it exactly as `svcc run` would, except that relative
+database paths resolve against the working directory (`base_dir=None`).
+
+This script is the same for every program, and so are its imports: that is what lets
+PyInstaller reuse its analysis from one build to the next (see `svc.bundle`).
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+PAYLOAD_NAME = "program.svcbin"
+# Bumped whenever the payload layout changes; the executable refuses a payload it cannot read.
+PAYLOAD_FORMAT = 1
+
+
+def encode_program(modules: list) -> bytes:
+    """The payload for a program's (svc file path, code object) list, in execution order."""
+    return marshal.dumps((PAYLOAD_FORMAT, list(modules)))
+
+
+def decode_program(data: bytes) -> list:
+    """The (svc file path, code object) list back from a payload made by `encode_program`."""
+    payload = marshal.loads(data)
+    if not (isinstance(payload, tuple) and len(payload) == 2 and payload[0] == PAYLOAD_FORMAT):
+        raise ValueError("the embedded program has an unknown format; rebuild it with svcc build")
+    return payload[1]
+
+
+def payload_path() -> str:
+    """Where the bootloader unpacked the program (beside this script when not frozen)."""
+    base = getattr(sys, "_MEIPASS", None) or os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(base, PAYLOAD_NAME)
+
+
+def main() -> int:
+    """Load the embedded program and serve it like `svcc run`; the exit status is its own."""
+    try:
+        with open(payload_path(), "rb") as f:
+            modules = decode_program(f.read())
+    except (OSError, ValueError, EOFError, TypeError) as exc:
+        print(f"error: cannot load the embedded program: {exc}", file=sys.stderr)
+        return 1
+    from svc.loader import CompiledProgram, run_program
+    return run_program(CompiledProgram(modules=modules, project_dir=None), base_dir=None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
