@@ -1,0 +1,117 @@
+"""`svcc check` as a user runs it: a real subprocess, exit codes, stdout/stderr formats."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SVCC = [sys.executable, "-m", "svc.cli"]
+GOOD = "def main():\n    print(\"hi\")\n"
+
+
+def svcc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(SVCC + list(args), cwd=cwd, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_a_good_program_prints_one_ok_line(tmp_path: Path) -> None:
+    (tmp_path / "hello.svc").write_text(GOOD)
+    result = svcc("check", "hello.svc", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: hello.svc") and result.stdout.count("\n") == 1
+    assert result.stderr == ""
+
+
+def test_errors_are_rendered_with_file_line_col_source_and_caret(tmp_path: Path) -> None:
+    (tmp_path / "bad.svc").write_text(
+        "def main():\n    x = 1 +\n    s = \"a\\qb\"\n    if x > 1\n        pass\n")
+    result = svcc("check", "bad.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    expected_first = (
+        "error: expected an expression, found end of line\n"
+        " --> bad.svc:2:12\n"
+        "  |\n"
+        "2 |     x = 1 +\n"
+        "  |            ^\n")
+    assert result.stderr.startswith(expected_first)
+    assert " --> bad.svc:3:11\n" in result.stderr and "  |           ^^\n" in result.stderr
+    assert " --> bad.svc:4:13\n" in result.stderr
+    assert result.stderr.rstrip().endswith("error: 3 errors in bad.svc")
+
+
+def test_diagnostics_are_sorted_by_file_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "main.svc").write_text('import "z.svc"\ndef main():\n    x = )\n')
+    (tmp_path / "z.svc").write_text("class Z:\n    a i64\n")
+    result = svcc("check", "main.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    locations = [line.split("--> ")[1] for line in result.stderr.splitlines() if "--> " in line]
+    assert locations == ["main.svc:3:9", "z.svc:2:7"]
+    assert result.stderr.rstrip().endswith("error: 2 errors in 2 files")
+
+
+def test_project_mode(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "svc.toml").write_text('entry = "main.svc"\n')
+    (tmp_path / "app" / "main.svc").write_text(GOOD)
+    result = svcc("check", "--project", "app", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: app/main.svc")
+
+
+def test_project_config_error_points_into_svc_toml(tmp_path: Path) -> None:
+    (tmp_path / "svc.toml").write_text('entry = "main.svc"\nport = 80\n')
+    (tmp_path / "main.svc").write_text(GOOD)
+    result = svcc("check", "--project", ".", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "error: unknown key 'port' in svc.toml" in result.stderr
+    assert "svc.toml:2:1" in result.stderr and "2 | port = 80" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "missing.svc"], "error: cannot find file 'missing.svc'"),
+    (["check", "--project", "nowhere"], "error: project folder 'nowhere' does not exist"),
+    (["check", "--project", "."], "error: no svc.toml in project folder '.'"),
+    (["check", "sub"], "error: 'sub' is not a file"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "sub").mkdir()
+    result = svcc(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == message
+
+
+@pytest.mark.parametrize("args", [["check"], ["check", "--bogus", "x.svc"],
+                                  ["check", "a.svc", "--project", "d"]])
+def test_bad_flags_exit_2(tmp_path: Path, args: list[str]) -> None:
+    result = svcc(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "usage:" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_binary_garbage_is_a_diagnostic_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "junk.svc").write_bytes(bytes(range(256)) * 4)
+    result = svcc("check", "junk.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "invalid UTF-8" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_emit_python_prints_the_generated_modules(tmp_path: Path) -> None:
+    (tmp_path / "hello.svc").write_text(GOOD)
+    result = svcc("check", "--emit-python", "hello.svc", cwd=tmp_path)
+    assert "Traceback" not in result.stderr
+    if "not available" in result.stderr:
+        pytest.skip("the code generator is not available")
+    assert result.returncode == 0, result.stderr
+    assert "# --- hello.svc ---" in result.stdout and "def main" in result.stdout
+
+
+def test_the_task_manager_example_checks(tmp_path: Path) -> None:
+    result = svcc("check", "--project", str(ROOT / "examples" / "tasks"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok: ") and "2 files" in result.stdout

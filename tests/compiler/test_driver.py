@@ -1,0 +1,143 @@
+"""Program loading: imports (each file once, cycles, missing files), invalid UTF-8, and
+project folders with `svc.toml`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from svc.compiler import syntax
+from svc.compiler.driver import compile_program, load_modules, read_source
+
+MAIN = "def main():\n    pass\n"
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path):
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    yield tmp_path
+    os.chdir(cwd)
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode() if isinstance(text, str) else text)
+
+
+def where(diagnostics) -> list[tuple[str, int, int]]:
+    return [(d.span.file, d.span.line, d.span.col) for d in diagnostics]
+
+
+def test_imports_load_each_file_once_dependencies_first(in_tmp: Path) -> None:
+    write(in_tmp, {
+        "main.svc": 'import "lib/a.svc"\nfrom "lib/b.svc" import B\n' + MAIN,
+        "lib/a.svc": 'import "b.svc"\nclass A:\n    x: i64\n',
+        "lib/b.svc": 'import "../common.svc"\nclass B:\n    x: i64\n',
+        "common.svc": "class C:\n    x: i64\n",
+    })
+    modules, sources, diagnostics = load_modules("main.svc")
+    assert diagnostics == []
+    assert [m.path for m in modules] == ["common.svc", "lib/b.svc", "lib/a.svc", "main.svc"]
+    assert set(sources) == {"common.svc", "lib/b.svc", "lib/a.svc", "main.svc"}
+    imports = [item for m in modules for item in m.items if isinstance(item, syntax.Import)]
+    assert {i.resolved_path for i in imports} == {"common.svc", "lib/b.svc", "lib/a.svc"}
+
+
+def test_an_import_cycle_is_reported_at_the_import_that_closes_it(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": 'import "a.svc"\n' + MAIN,
+                   "a.svc": 'class A:\n    x: i64\nimport "b.svc"\n',
+                   "b.svc": 'from "a.svc" import A\n'})
+    _, _, diagnostics = load_modules("main.svc")
+    assert where(diagnostics) == [("b.svc", 1, 1)]
+    assert diagnostics[0].message == "import cycle: a.svc -> b.svc -> a.svc"
+
+
+def test_a_file_importing_itself_is_a_cycle(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": '\nimport "./main.svc"\n' + MAIN})
+    _, _, diagnostics = load_modules("main.svc")
+    assert where(diagnostics) == [("main.svc", 2, 1)]
+    assert "main.svc -> main.svc" in diagnostics[0].message
+
+
+def test_a_missing_import_is_reported_at_its_string(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": 'import  "gone.svc"\nfrom "sub/none.svc" import X\n' + MAIN})
+    _, _, diagnostics = load_modules("main.svc")
+    assert where(diagnostics) == [("main.svc", 1, 9), ("main.svc", 2, 6)]
+    assert diagnostics[0].message == "cannot find imported file 'gone.svc' (looked for gone.svc)"
+    assert diagnostics[0].span.end_col == 19
+
+
+def test_importing_a_directory(in_tmp: Path) -> None:
+    (in_tmp / "dir.svc").mkdir()
+    write(in_tmp, {"main.svc": 'import "dir.svc"\n' + MAIN})
+    _, _, diagnostics = load_modules("main.svc")
+    assert "is a directory" in diagnostics[0].message
+
+
+def test_errors_in_several_files_are_all_reported(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": 'import "a.svc"\ndef main(:\n    pass\n',
+                   "a.svc": "class A:\n    x i64\n"})
+    _, _, diagnostics = load_modules("main.svc")
+    assert sorted(where(diagnostics)) == [("a.svc", 2, 7), ("main.svc", 2, 9)]
+
+
+def test_invalid_utf8_is_reported_at_the_first_bad_byte(in_tmp: Path) -> None:
+    write(in_tmp, {"bad.svc": b'def main():\n    s = "\xc3\xa9\xc3(\xff"\n'})
+    source, diagnostics = read_source("bad.svc")
+    assert source is None
+    assert where(diagnostics) == [("bad.svc", 2, 11)]
+    assert "invalid UTF-8" in diagnostics[0].message
+
+
+def test_a_byte_order_mark_is_ignored(in_tmp: Path) -> None:
+    write(in_tmp, {"bom.svc": "\ufeff" + MAIN})
+    modules, _, diagnostics = load_modules("bom.svc")
+    assert diagnostics == [] and modules[0].items[0].name == "main"
+
+
+def test_compile_program_stops_before_the_checker_on_syntax_errors(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": "def main(:\n    undefined_name()\n"})
+    program, diagnostics, sources = compile_program(file="main.svc")
+    assert program is None and len(diagnostics) == 1 and "main.svc" in sources
+
+
+# --- projects -------------------------------------------------------------------------------
+
+def project(root: Path, toml: str, files: dict[str, str] | None = None) -> list:
+    write(root, {"svc.toml": toml, **(files or {"main.svc": MAIN})})
+    program, diagnostics, sources = compile_program(project=str(root))
+    return [(d.span.line, d.span.col, d.message) for d in diagnostics]
+
+
+def test_project_reads_entry_and_sets_project_dir(tmp_path: Path) -> None:
+    write(tmp_path, {"svc.toml": 'entry = "src/app.svc"\nname = "app"\n',
+                     "src/app.svc": 'import "m.svc"\n' + MAIN, "src/m.svc": "class M:\n x: i64\n"})
+    program, diagnostics, sources = compile_program(project=str(tmp_path))
+    assert diagnostics == []
+    assert str(tmp_path / "src" / "app.svc") in sources
+    if program is not None:  # None only while the checker is missing
+        assert program.project_dir == str(tmp_path)
+        assert program.entry == str(tmp_path / "src" / "app.svc")
+
+
+@pytest.mark.parametrize("toml, expected", [
+    ('entry = "main.svc"\nversion = 1\n', (2, 1, "unknown key 'version' in svc.toml")),
+    ('entry = "main.svc"\n[package]\nx = 1\n', (2, 2, "unknown key 'package'")),
+    ("entry = 5\n", (1, 1, "'entry' in svc.toml must be a string")),
+    ('entry = "main.svc"\nname = true\n', (2, 1, "'name' in svc.toml must be a string")),
+    ('name = "x"\n', (1, 1, "svc.toml has no 'entry' key")),
+    ('entry = "main.svc\n', (1, 18, "invalid svc.toml")),
+    ('entry = "main.svc"\nentry = "b.svc"\n', (2, 16, "invalid svc.toml")),
+    ('entry = "nope.svc"\n', (1, 1, "the entry file")),
+    ('entry = ""\n', (1, 1, "'entry' in svc.toml must name a .svc file")),
+])
+def test_project_config_errors(tmp_path: Path, toml: str, expected: tuple) -> None:
+    found = project(tmp_path, toml)
+    assert len(found) == 1, found
+    line, col, message = found[0]
+    assert (line, col) == expected[:2] and expected[2] in message, found
