@@ -110,3 +110,34 @@ def test_env_and_sleep(monkeypatch):
 def test_print_writes_one_line(capsys):
     s.print_("héllo")
     assert capsys.readouterr().out == "héllo\n"
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+i64s = st.integers(min_value=s.I64_MIN, max_value=s.I64_MAX)
+
+
+@given(i64s, i64s)
+def test_division_laws_hold_for_every_i64_pair(a, b):
+    """C/Rust semantics: a == b*(a/b) + a%b, |a%b| < |b|, a%b has the sign of a."""
+    if b == 0:
+        with pytest.raises(s.SvcFault):
+            s.div64(a, b)
+        return
+    r = s.mod64(a, b)
+    assert abs(r) < abs(b) and (r == 0 or (r < 0) == (a < 0))
+    if (a, b) == (s.I64_MIN, -1):
+        with pytest.raises(s.SvcFault):
+            s.div64(a, b)
+        return
+    assert a == b * s.div64(a, b) + r
+
+
+@given(i64s, i64s)
+def test_checked_add_and_mul_match_exact_arithmetic(a, b):
+    for op, exact in ((s.add64, a + b), (s.sub64, a - b), (s.mul64, a * b)):
+        if s.I64_MIN <= exact <= s.I64_MAX:
+            assert op(a, b) == exact
+        else:
+            with pytest.raises(s.SvcFault):
+                op(a, b)
