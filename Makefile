@@ -36,7 +36,19 @@ browser:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
 
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	bash bench/setup.sh
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# Bench-only: a short trial of the harness (writes bench/.work/RESULTS-quick.md), and py-spy
+# profiles of the svc server under each load case (bench/.work/profile/).
+.PHONY: bench-quick bench-profile
+bench-quick: $(STAMP)
+	bash bench/setup.sh
+	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+
+bench-profile: $(STAMP)
+	bash bench/setup.sh
+	$(BIN)/python bench/profile_svc.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .svc-cache

@@ -106,7 +106,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", default=os.environ.get("BENCH_QUICK") == "1")
     parser.add_argument("--servers", default=",".join(SPECS), help="comma-separated subset of " + ",".join(SPECS))
     parser.add_argument("--endurance-server", default="svc", help="server for capacity and endurance ('none' skips)")
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "RESULTS.md"))
+    parser.add_argument("--out", help="default: bench/RESULTS.md, or bench/.work/RESULTS-quick.md in quick mode")
     parser.add_argument("--seed", type=int, default=int(time.time()))
     return parser.parse_args()
 
@@ -114,6 +114,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     mode = QUICK if args.quick else FULL
+    out = Path(args.out or (WORK / "RESULTS-quick.md" if args.quick else Path(__file__).resolve().parent / "RESULTS.md"))
     started = datetime.now(timezone.utc)
     names, excluded = conforming([n.strip() for n in args.servers.split(",") if n.strip()])
     runs = measure(names, wrk.CASES, mode, args.seed)
@@ -130,8 +131,8 @@ def main() -> int:
     }
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "results.json").write_text(json.dumps(results, indent=1))
-    Path(args.out).write_text(report.render(results))
-    log(f"wrote {args.out}")
+    out.write_text(report.render(results))
+    log(f"wrote {out}")
     failed = report.failures(results)
     for failure in failed:
         log(f"FAILED: {failure}")
