@@ -16,7 +16,7 @@ from svc.compiler.program import FunctionInfo, RouteInfo, RouteParam
 from svc.compiler.source import Span
 from svc.compiler.types import (
     BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, Opt, ResultOf, Type, View, format_type,
-    is_json_type,
+    UNKNOWN, is_json_type,
 )
 
 #: Paths the server answers itself (HTTP.md "Built-in routes"); no handler may take them,
@@ -85,6 +85,8 @@ def bind_params(
     problems: list[str] = []
     body: str | None = None  # name of the parameter that takes the body
     for name, t in fn.params:
+        if t == UNKNOWN:  # its type was already reported
+            continue
         if name in captures:
             if t in PATH_TYPES:
                 params.append(RouteParam(name, "path", t))
@@ -186,7 +188,7 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
     for message in problems:
         fail(message)
     kind = result_kind(fn.returns, class_fields)
-    if kind is None:
+    if kind is None and fn.returns != UNKNOWN:
         span = fn.decl.returns.span if fn.decl.returns is not None else fn.decl.name_span
         fail(
             f"handler '{fn.name}' must return Result[T, Error] where T is JSON-encodable "

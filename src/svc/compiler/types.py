@@ -117,7 +117,7 @@ def contains_view(t: Type) -> bool:
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:
     """Whether values of `t` map to JSON and back: classes (all fields JSON), lists, numbers,
     str, bool, unit and `T?`. `class_fields(name)` gives a class's field types."""
-    if t in (I64, I32, F64, BOOL, STR, UNIT):
+    if t in (I64, I32, F64, BOOL, STR, UNIT, UNKNOWN):  # UNKNOWN: already reported
         return True
     if isinstance(t, ListOf):
         return is_json_type(t.elem, class_fields, _seen)
