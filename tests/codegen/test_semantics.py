@@ -253,3 +253,34 @@ def test_runaway_recursion_is_a_fault(run):
             print(str(down(0)))
     """)
     assert status == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_nested_checked_arithmetic(run):
+    assert run.output("""
+        def main():
+            x = 10
+            let y: i32 = 46340
+            print(str((x + 1) * (x - 1) - (x * 2 + 1)))
+            print(str(y * y))
+            print(str(-x * -x + (0 - 9223372036854775807)))
+    """) == ["78", "2147395600", "-9223372036854775707"]
+    status, _, err = run("""
+        def main():
+            let y: i32 = 46341
+            print(str(y * y))
+    """)
+    assert status == 1 and "integer overflow (i32)" in err
+
+
+def test_runtime_test_functions_are_linked(run):
+    lines = run.output("""
+        async def main() -> Result[unit, Error]:
+            print(str(try await task_demo(5)))
+            print(str(try await scope_demo(5)))
+            print(str(try await actor_demo(5)))
+            print(str(try await actor_pair_demo(5)))
+            print(str(try await supervisor_demo()))
+            print(str(try await queue_demo(5)))
+            return ok(())
+    """)
+    assert len(lines) == 6 and all(line.lstrip("-").isdigit() for line in lines)

@@ -108,6 +108,15 @@ def _trunc_mod(a: int, b: int) -> int:
     return a - b * _trunc_div(a, b)
 
 
+def overflow64() -> int:
+    """Raised by generated code whose inline range check of `+ - *` on i64 failed."""
+    raise SvcFault("integer overflow (i64)")
+
+
+def overflow32() -> int:
+    raise SvcFault("integer overflow (i32)")
+
+
 def add64(a: int, b: int) -> int:
     return _check64(a + b)
 
