@@ -30,8 +30,9 @@ def read_source(path: str, at: Span | None = None) -> tuple[SourceFile | None, l
             data = f.read()
     except FileNotFoundError:
         return None, [Diagnostic(f"cannot find file '{path}'", where)]
-    except OSError as exc:
-        return None, [Diagnostic(f"cannot read '{path}': {exc.strerror or exc}", where)]
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        return None, [Diagnostic(f"cannot read '{path}': {reason}", where)]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -86,6 +87,10 @@ class _Loader:
 
     def follow(self, item: syntax.Import, importer: str, stack: list[tuple[str, str]]) -> None:
         """Resolve one import relative to the importing file, loading the file if new."""
+        if not item.path or "\0" in item.path:
+            self.diagnostics.append(Diagnostic(f"invalid file name in import: {item.path!r}",
+                                               item.span))
+            return
         path = os.path.normpath(os.path.join(os.path.dirname(importer), item.path))
         real = os.path.realpath(path)
         on_stack = [display for r, display in stack if r == real]
@@ -96,9 +101,6 @@ class _Loader:
             return
         if real in self.loaded:
             item.resolved_path = self.loaded[real]
-            return
-        if not item.path:
-            self.diagnostics.append(Diagnostic("empty file name in import", item.span))
             return
         source, diagnostics = read_source(path, at=self._string_span(item, importer))
         if source is None:
