@@ -165,28 +165,51 @@ def test_server_errors_appear_in_the_status_line(page, server, watch):
     expect(page.get_by_role("checkbox", name="Gone elsewhere")).to_have_count(0)  # list refreshed
 
 
+# Holds every fetch in the page while window.holding is true, until window.releaseAll().
+HOLD_FETCH = """
+window.holding = true;
+window.held = [];
+const realFetch = window.fetch;
+window.fetch = (url, init) => window.holding
+    ? new Promise((resolve) => window.held.push(() => resolve(realFetch(url, init))))
+    : realFetch(url, init);
+window.releaseAll = () => {
+    window.holding = false;
+    window.held.splice(0).forEach((go) => go());
+};
+"""
+
+
+def controls(page):
+    return [page.get_by_role("button", name=name, exact=True) for name in ("Add", "All", "Open", "Done")]
+
+
 def test_controls_are_disabled_while_a_request_is_in_flight(page, server):
     server.add("Existing")
-    reload(page)
-    # Hold the next POST in the browser until the test lets it go.
-    page.evaluate("""() => {
-        const realFetch = window.fetch;
-        window.releaseRequest = null;
-        window.fetch = (url, init) => {
-            if (!init || init.method !== "POST") return realFetch(url, init);
-            return new Promise((resolve) => { window.releaseRequest = () => resolve(realFetch(url, init)); });
-        };
-    }""")
-    page.get_by_label("New task").fill("Slow one")
-    page.get_by_label("New task").press("Enter")
-    page.wait_for_function("window.releaseRequest !== null")
-    for control in [page.get_by_role("button", name="Add"), page.get_by_role("button", name="Delete"),
-                    page.get_by_role("button", name="Done"), page.get_by_role("checkbox", name="Existing")]:
+    page.add_init_script(HOLD_FETCH)
+    page.reload()
+    page.wait_for_function("window.held.length === 2")  # the first load: tasks and stats
+    for control in controls(page):
         expect(control).to_be_disabled()
-    page.evaluate("window.releaseRequest()")
-    expect(page.get_by_role("checkbox", name="Slow one")).to_be_enabled()
-    expect(page.get_by_role("button", name="Add")).to_be_enabled()
-    assert [t["title"] for t in server.call("GET", "/api/tasks")] == ["Slow one", "Existing"]
+    # Enter while the page is still loading is queued, not lost.
+    page.get_by_label("New task").fill("Early bird")
+    page.get_by_label("New task").press("Enter")
+    expect(page.get_by_label("New task")).to_have_value("")
+    page.evaluate("window.releaseAll()")
+    expect(page.get_by_role("checkbox", name="Early bird")).to_be_enabled()
+    for control in controls(page):
+        expect(control).to_be_enabled()
+    assert [t["title"] for t in server.call("GET", "/api/tasks")] == ["Early bird", "Existing"]
+
+    page.evaluate("window.holding = true")
+    row(page, "Existing").get_by_role("button", name="Delete").click()
+    page.wait_for_function("window.held.length === 1")
+    for control in [*controls(page), page.get_by_role("checkbox", name="Early bird"),
+                    row(page, "Early bird").get_by_role("button", name="Edit")]:
+        expect(control).to_be_disabled()
+    page.evaluate("window.releaseAll()")
+    expect(page.get_by_role("checkbox", name="Existing")).to_have_count(0)
+    expect(page.get_by_role("checkbox", name="Early bird")).to_be_enabled()
 
 
 def test_the_latest_100_note_and_stats_beyond_it(page, server):
