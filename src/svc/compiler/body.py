@@ -177,33 +177,36 @@ class BodyChecker:
             self.declare(target.id, t, target.span)
             return
         s.declares = False
-        if not isinstance(target, (syntax.Attribute, syntax.Index)):
-            self.expr(target)
-            self.expr(s.value)
-            self.error("only a variable, a field (x.f) or a list element (xs[i]) can be "
-                       "assigned", target.span)
-            return
-        t = self.expr(target)
-        if isinstance(target, syntax.Attribute):
-            what = f"field '{target.attr}' of {fmt(target.value.type)}: "
-        else:
-            what = "list element: "
-            if target.value.type != UNKNOWN and not isinstance(target.value.type, ListOf):
-                self.error(f"cannot assign into {fmt(target.value.type)}: only list elements "
-                           "can be assigned", target.span)
-                t = UNKNOWN
+        t, what = self.target_type(target)
         self.expect(s.value, t, what)
 
     def s_AugAssign(self, s: syntax.AugAssign) -> None:
-        t = self.expr(s.target)
-        if not isinstance(s.target, (syntax.Name, syntax.Attribute, syntax.Index)):
-            self.error("only a variable, a field or a list element can be updated", s.target.span)
+        t, what = self.target_type(s.target)
         allowed = NUMBERS + (STR,) if s.op == "+" else NUMBERS
         if t != UNKNOWN and t not in allowed:
-            what = "a number or str" if s.op == "+" else "a number"
-            self.error(f"operator '{s.op}=' needs {what}, found {fmt(t)}", s.target.span)
+            kinds = "a number or str" if s.op == "+" else "a number"
+            self.error(f"operator '{s.op}=' needs {kinds}, found {fmt(t)}", s.target.span)
             t = UNKNOWN
-        self.expect(s.value, t)
+        self.expect(s.value, t, what)
+
+    def target_type(self, target: syntax.Expr) -> tuple[Type, str]:
+        """The type an assignment target holds, and how messages name it. Only variables,
+        fields and list elements can be assigned (str and bytes are immutable)."""
+        t = self.expr(target)
+        if isinstance(target, syntax.Name):
+            return t, f"variable '{target.id}': "
+        if isinstance(target, syntax.Attribute):
+            return t, f"field '{target.attr}' of {fmt(target.value.type)}: "
+        if isinstance(target, syntax.Index):
+            container = target.value.type
+            if container == UNKNOWN or isinstance(container, ListOf):
+                return t, "list element: "
+            self.error(f"cannot assign into {fmt(container)}: only list elements can be "
+                       "assigned", target.span)
+            return UNKNOWN, ""
+        self.error("only a variable, a field (x.f) or a list element (xs[i]) can be assigned",
+                   target.span)
+        return UNKNOWN, ""
 
     def s_If(self, s: syntax.If) -> None:
         self.condition(s.test)
