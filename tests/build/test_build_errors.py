@@ -1,0 +1,59 @@
+"""`svcc build` failures are clear messages, never tracebacks, and leave no executable behind.
+
+None of these gets as far as running PyInstaller, so they are quick and not marked `build`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from executables import REPO, svcc, svcc_build
+
+BROKEN = '''\
+class Task:
+    id: i64
+
+def main():
+    t = Task(idd=1)
+'''
+
+
+def test_a_program_that_does_not_check_prints_its_diagnostics(build_cache, tmp_path):
+    source = tmp_path / "broken.svc"
+    source.write_text(BROKEN)
+    output = tmp_path / "dist" / "broken"
+    result = svcc_build(build_cache, str(source), "-o", str(output))
+    assert result.returncode == 1
+    assert result.stdout == f"[1/4] checking and compiling {source}\n"
+    check = subprocess.run(svcc() + ["check", str(source)], capture_output=True, text=True)
+    assert result.stderr == check.stderr  # rendered exactly as `svcc check` does
+    assert f"--> {source}:5:" in result.stderr and "Traceback" not in result.stderr
+    assert not output.exists() and not output.parent.exists()
+
+
+def test_a_missing_program_is_a_usage_error(build_cache, tmp_path):
+    result = svcc_build(build_cache, str(tmp_path / "nope.svc"), "-o", str(tmp_path / "x"))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"error: cannot find file '{tmp_path / 'nope.svc'}'\n"
+
+
+def test_an_output_that_is_a_folder_is_refused(build_cache, tmp_path):
+    result = svcc_build(build_cache, "examples/hello/hello.svc", "-o", str(tmp_path))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"error: '{tmp_path}' is a directory: give the executable's "
+                             "file name with -o\n")
+
+
+def test_a_missing_bundler_is_named_with_how_to_install_it(tmp_path):
+    """PyInstaller made unimportable in a real `svcc` process (a None entry in sys.modules
+    is how Python spells "this module cannot be imported")."""
+    program = ("import sys; sys.modules['PyInstaller'] = None; from svc.cli import main; "
+               "sys.exit(main(sys.argv[1:]))")
+    output = tmp_path / "hello"
+    result = subprocess.run([sys.executable, "-c", program, "build", "examples/hello/hello.svc",
+                             "-o", str(output)], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1
+    assert result.stderr == ("error: PyInstaller is not installed, and svcc build needs it: "
+                             "install it with `python -m pip install pyinstaller`\n")
+    assert not output.exists()

@@ -1,0 +1,90 @@
+"""`svcc build examples/hello/hello.svc`: the build's progress report, and the executable serving
+alone in an empty folder under `env -i`, stopped by SIGINT (Ctrl+C) and by SIGTERM."""
+
+from __future__ import annotations
+
+import re
+import signal
+import socket
+import subprocess
+
+import pytest
+from executables import POSIX_ONLY, env_i_command, install_alone, scrubbed_env, start, \
+    svcc_build, unpack_folders
+
+pytestmark = [pytest.mark.build, POSIX_ONLY]
+
+
+@pytest.fixture(scope="module")
+def hello(build_cache, tmp_path_factory):
+    """(executable, `svcc build` result): built once for the module."""
+    output = tmp_path_factory.mktemp("hello-dist") / "dist" / "hello"
+    result = svcc_build(build_cache, "examples/hello/hello.svc", "-o", str(output))
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(result.stdout)
+    return output, result
+
+
+def test_build_reports_each_stage_then_path_and_size(hello):
+    output, result = hello
+    lines = result.stdout.splitlines()
+    assert [line[:5] for line in lines] == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"], lines
+    assert lines[0] == "[1/4] checking and compiling examples/hello/hello.svc"
+    assert "PyInstaller" in lines[2]
+    size = output.stat().st_size / 1e6
+    assert re.fullmatch(rf"\[4/4\] done: {re.escape(str(output))} \({size:.1f} MB, [0-9.]+ s\)",
+                        lines[3]), lines[3]
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_serves_alone_and_stops_cleanly(hello, tmp_path, signum):
+    executable, _ = hello
+    folder, tmpdir = tmp_path / "elsewhere", tmp_path / "tmp"
+    tmpdir.mkdir()
+    server = start(install_alone(executable, folder), folder, tmpdir)
+    try:
+        assert len(unpack_folders(tmpdir)) == 1  # it unpacked into our private TMPDIR
+        status, content_type, body = server.request("GET", "/")
+        assert (status, content_type) == (200, "text/html; charset=utf-8")
+        assert b"<h1>Hello from svc</h1>" in body
+        assert server.json("GET", "/greet/7") == (200, {"id": 7, "message": "hello, visitor 7"})
+        assert server.json("GET", "/greet/0") == (400, {"error": "id must be at least 1"})
+        greeting = {"id": 3, "message": "h\u00e9llo"}
+        assert server.json("POST", "/echo", greeting) == (200, greeting)
+        assert server.request("GET", "/health")[::2] == (200, b"ok")
+    finally:
+        status = server.stop(signum)
+    assert status == 0, "".join(server.stderr)
+    assert unpack_folders(tmpdir) == []
+    assert [p.name for p in folder.iterdir()] == ["hello"]  # ":memory:" leaves no file
+    log = "".join(server.stderr)
+    assert "GET /greet/7 200" in log and "POST /echo 200" in log
+
+
+def test_environment_variables_work_as_under_svcc_run(hello, tmp_path):
+    executable, _ = hello
+    folder, tmpdir = tmp_path / "run", tmp_path / "tmp"
+    tmpdir.mkdir()
+    server = start(install_alone(executable, folder), folder, tmpdir, SVC_LOG="quiet")
+    try:
+        assert server.request("GET", "/greet/1")[0] == 200
+    finally:
+        assert server.stop() == 0
+    assert "".join(server.stderr) == ""  # no access log
+
+
+def test_a_port_in_use_is_one_error_line_and_exit_status_1(hello, tmp_path):
+    executable, _ = hello
+    folder, tmpdir = tmp_path / "run", tmp_path / "tmp"
+    tmpdir.mkdir()
+    installed = install_alone(executable, folder)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(env_i_command(installed, scrubbed_env(tmpdir, SVC_PORT=str(port))),
+                                cwd=folder, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr == f"error: port {port} is already in use\n"
+    assert unpack_folders(tmpdir) == []
