@@ -59,17 +59,16 @@ def _shutting_down() -> SvcError:
 class Db:
     """A database handle: the path, the job queue and the thread that owns the connection."""
 
-    __slots__ = ("path", "_queue", "_thread", "_closing", "_waiters", "_granted", "__weakref__")
+    __slots__ = ("path", "_queue", "_thread", "_closing", "_overflow", "__weakref__")
 
     def __init__(self, path: str) -> None:
         self.path = path
+        # Jobs handed to the thread: (future, op, sql, args, cls) tuples, or _STOP.
         self._queue: SimpleQueue = SimpleQueue()
         self._closing = False
-        # Callers waiting for room, oldest first; each is a future that gets True (room was
-        # reserved for it) or False (shutting down).
-        self._waiters: deque[asyncio.Future] = deque()
-        # Room reserved for woken waiters that have not enqueued yet.
-        self._granted = 0
+        # Jobs that found the queue full, oldest first, each with its deadline timer (or
+        # None). Only the event loop touches it; the thread merely peeks at its length.
+        self._overflow: deque[tuple[tuple, asyncio.TimerHandle | None]] = deque()
         self._thread: threading.Thread | None = None  # started by db_open
 
     def __repr__(self) -> str:
@@ -77,72 +76,54 @@ class Db:
 
     # --- event-loop side ---------------------------------------------------------------
 
-    def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
-        """Queue one job; returns an awaitable of its result. Runs on the event loop."""
+    def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
+        """Queue one job; returns the future of its result. Runs on the event loop."""
         if memoryview in map(type, args):
             # The view's buffer may be reused once the request ends; the job may run later.
             args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
-        if self._closing or self._waiters or self._queue.qsize() + self._granted >= QUEUE_SIZE:
-            return self._submit_when_room(op, sql, args, cls)
-        future = asyncio.get_running_loop().create_future()
-        self._queue.put((future, op, sql, args, cls))
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        job = (future, op, sql, args, cls)
+        if self._closing:
+            future.set_result(_shutting_down())
+        elif not self._overflow and self._queue.qsize() < QUEUE_SIZE:
+            self._queue.put(job)
+        else:
+            self._wait_in_line(loop, job)
         return future
 
-    async def _submit_when_room(self, op: str, sql: str, args: tuple, cls: type | None):
-        """The slow path: wait in line for room, or give up at the deadline / at shutdown."""
-        if self._closing:
-            return _shutting_down()
-        loop = asyncio.get_running_loop()
-        waiter = loop.create_future()
-        self._waiters.append(waiter)
-        self._wake_waiters()
-        try:
-            async with asyncio.timeout_at(request_deadline()):
-                room = await waiter
-        except BaseException as exc:
-            self._leave_line(waiter)
-            if isinstance(exc, TimeoutError):
-                return SvcError("busy", "database job queue full past the processing limit")
-            raise
-        if not room:
-            return _shutting_down()
-        self._granted -= 1
-        future = loop.create_future()
-        self._queue.put((future, op, sql, args, cls))
-        return await future
+    def _wait_in_line(self, loop: asyncio.AbstractEventLoop, job: tuple) -> None:
+        """The queue is full: the job waits its turn, and gives up at the request deadline.
 
-    def _leave_line(self, waiter: asyncio.Future) -> None:
-        """A waiter timed out or was cancelled: drop it, or pass on the room it was given."""
-        if waiter.done() and not waiter.cancelled():
-            if waiter.result():
-                self._granted -= 1
-                self._wake_waiters()
-            return
-        waiter.cancel()
-        try:
-            self._waiters.remove(waiter)
-        except ValueError:
-            pass
+        The caller just awaits the job's future; nothing else wakes it. A caller cancelled
+        while in line leaves a cancelled future, which `_admit` skips.
+        """
+        deadline = request_deadline()
+        timer = None if deadline is None else loop.call_at(deadline, _give_up, job[0])
+        self._overflow.append((job, timer))
+        self._admit()
 
-    def _wake_waiters(self) -> None:
-        """Reserve room for as many waiting callers as fit, oldest first. Runs on the loop."""
-        room = QUEUE_SIZE - self._queue.qsize() - self._granted
-        waiters = self._waiters
-        while room > 0 and waiters:
-            waiter = waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(True)
-                self._granted += 1
-                room -= 1
+    def _admit(self) -> None:
+        """Move waiting jobs into the queue while there is room, oldest first. On the loop."""
+        overflow = self._overflow
+        room = QUEUE_SIZE - self._queue.qsize()
+        while room > 0 and overflow:
+            job, timer = overflow.popleft()
+            if job[0].done():  # cancelled, or gave up at its deadline
+                continue
+            if timer is not None:
+                timer.cancel()
+            self._queue.put(job)
+            room -= 1
 
     def _begin_close(self) -> None:
-        """Refuse new jobs, release every waiting caller, and ask the thread to stop."""
+        """Refuse new jobs, answer the waiting ones, and ask the thread to stop."""
         if self._closing:
             return
         self._closing = True
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            _call_on_loop(waiter.get_loop(), _settle_waiter, waiter)
+        if self._overflow:
+            loop = self._overflow[0][0][0].get_loop()
+            _call_on_loop(loop, _reject_overflow, self)
         self._queue.put(_STOP)
 
     # --- database-thread side ----------------------------------------------------------
@@ -180,9 +161,19 @@ def _call_on_loop(loop: asyncio.AbstractEventLoop, fn, *args) -> None:
         pass
 
 
-def _settle_waiter(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(False)
+def _give_up(future: asyncio.Future) -> None:
+    """The request deadline passed while the job was still waiting for room (503)."""
+    if not future.done():
+        future.set_result(SvcError("busy", "database job queue full past the processing limit"))
+
+
+def _reject_overflow(db: Db) -> None:
+    while db._overflow:
+        job, timer = db._overflow.popleft()
+        if timer is not None:
+            timer.cancel()
+        if not job[0].done():
+            job[0].set_result(_shutting_down())
 
 
 def _deliver_batch(db: Db, results: list) -> None:
@@ -201,12 +192,12 @@ def _deliver_batch(db: Db, results: list) -> None:
 
 
 def _settle_batch(db: Db, results: list) -> None:
-    """On the loop: resolve the futures still wanted, then let waiting callers in."""
+    """On the loop: resolve the futures still wanted, then let waiting jobs in."""
     for future, result in results:
         if not future.done():
             future.set_result(result)
-    if db._waiters:
-        db._wake_waiters()
+    if db._overflow:
+        db._admit()
 
 
 # --- opening and closing ---------------------------------------------------------------------
@@ -410,7 +401,11 @@ def _build_mapper(cls: type, names: tuple):
     field_names = tuple(f[0] for f in fields)
     positional = getattr(cls, "__struct_fields__", None) == field_names
 
-    def map_row(row):
+    def make(values):
+        return cls(*values) if positional else cls(**dict(zip(field_names, values)))
+
+    def checked(row):
+        """Field by field, with a message naming the first value that does not fit."""
         values = []
         for i, convert, optional, name, type_name in plan:
             value = row[i]
@@ -424,11 +419,50 @@ def _build_mapper(cls: type, names: tuple):
             if converted is _BAD:
                 raise RowMismatch(_mismatch_text(name, class_name, type_name, value))
             values.append(converted)
-        if positional:
-            return cls(*values)
-        return cls(**dict(zip(field_names, values)))
+        return values
 
-    return map_row
+    return _compile_fast_path(plan, positional)(cls, make, checked)
+
+
+#: How the fast path tests a value of each field type, and how it passes the value on.
+_FAST_TEST = {
+    "i64": "type({v}) is int",
+    "i32": f"type({{v}}) is int and {I32_MIN} <= {{v}} <= {I32_MAX}",
+    "f64": "type({v}) is float",
+    "bool": "type({v}) is int and ({v} == 0 or {v} == 1)",
+    "str": "type({v}) is str",
+    "bytes": "type({v}) is bytes",
+}
+_FAST_VALUE = {"bool": "{v} == 1"}
+
+
+def _compile_fast_path(plan: list, positional: bool):
+    """Generate straight-line code for the common row: every value already fits its field.
+
+    A row mapper runs once per row on the database thread, on the hot path of every query;
+    generated code (as `dataclasses` and `namedtuple` do) is several times faster than a
+    loop over the fields. Any other row (a NULL, an INTEGER for an f64, a mismatch) falls
+    back to `checked`, which converts or names the problem.
+    """
+    names = [f"v{j}" for j in range(len(plan))]
+    load = "; ".join(f"{v} = row[{step[0]}]" for v, step in zip(names, plan))
+    test = " and ".join(_FAST_TEST[step[4]].format(v=v) for v, step in zip(names, plan))
+    values = [_FAST_VALUE.get(step[4], "{v}").format(v=v) for v, step in zip(names, plan)]
+    if positional:
+        build = f"cls({', '.join(values)})"
+    else:
+        build = "cls(**{" + ", ".join(f"{step[3]!r}: {value}" for step, value in
+                                      zip(plan, values)) + "})"
+    source = (f"def outer(cls, make, checked):\n"
+              f"    def map_row(row):\n"
+              f"        {load}\n"
+              f"        if {test}:\n"
+              f"            return {build}\n"
+              f"        return make(checked(row))\n"
+              f"    return map_row\n")
+    namespace: dict = {}
+    exec(source, namespace)  # noqa: S102 - built only from field types and column positions
+    return namespace["outer"]
 
 
 def _mismatch_text(column: str, class_name: str, type_name: str, value) -> str:
