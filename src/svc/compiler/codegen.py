@@ -93,13 +93,21 @@ def type_source(t: T.Type) -> str:
 
 
 def _located(node: ast.AST, span) -> ast.AST:
-    """Give `node` and every unlocated node under it the `.svc` position `span`."""
-    for sub in ast.walk(node):
-        if "lineno" in sub._attributes and not hasattr(sub, "lineno"):
-            sub.lineno, sub.col_offset = span.line, max(span.col - 1, 0)
-            sub.end_lineno, sub.end_col_offset = span.end_line, max(span.end_col - 1, 0)
-            if (sub.end_lineno, sub.end_col_offset) < (sub.lineno, sub.col_offset):
-                sub.end_lineno, sub.end_col_offset = sub.lineno, sub.col_offset
+    """Give `node` and the unlocated nodes under it the `.svc` position `span`. A node that
+    already has a position was located with its whole subtree, so the walk stops there
+    (which keeps code generation linear in the size of the program)."""
+    line, col = span.line, max(span.col - 1, 0)
+    end_line, end_col = span.end_line, max(span.end_col - 1, 0)
+    if (end_line, end_col) < (line, col):
+        end_line, end_col = line, col
+    todo = [node]
+    while todo:
+        sub = todo.pop()
+        if "lineno" in sub._attributes:
+            if hasattr(sub, "lineno"):
+                continue
+            sub.lineno, sub.col_offset, sub.end_lineno, sub.end_col_offset = line, col, end_line, end_col
+        todo.extend(ast.iter_child_nodes(sub))
     return node
 
 
@@ -496,11 +504,9 @@ class _ModuleGen:
     def route_list(self) -> ast.stmt:
         routes = [self.route(r) for r in self.program.routes]
         node = ast.Assign(targets=[_store(ROUTES)], value=ast.List(elts=routes, ctx=ast.Load()))
-        span = self.program.routes[-1].span if self.program.routes else self.module.items[-1].span \
-            if self.module.items else None
-        if span is None:
-            return node
-        return _located(node, span)
+        if self.program.routes:
+            return _located(node, self.program.routes[-1].span)
+        return node  # fix_missing_locations places it after the last definition
 
     def route(self, r) -> ast.expr:
         params = [self.route_param(p) for p in r.params]
