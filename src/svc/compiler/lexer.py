@@ -81,6 +81,8 @@ class Token:
             return f"number {self.value}"
         if self.kind == "str":
             return "a string"
+        if self.kind in KEYWORDS:
+            return f"keyword '{self.kind}'"
         return _DESCRIPTIONS.get(self.kind, f"'{self.kind}'")
 
     def __repr__(self) -> str:
@@ -199,8 +201,8 @@ class _Lexer:
                 append(Token(op, op, file, number, pos + 1, stop + 1))
                 if op in "([":
                     self.brackets.append(self.tokens[-1])
-                elif op in ")]" and self.brackets:
-                    self.brackets.pop()
+                elif op in ")]":
+                    self.close(op)
             elif kind == "number":
                 self.number(m.group(), number, pos)
             elif kind == "str":
@@ -210,6 +212,15 @@ class _Lexer:
             elif kind == "comment":
                 break
             pos = stop
+
+    def close(self, closer: str) -> None:
+        """Pop the brackets up to the matching opener (a mismatched one is the parser's to
+        report); a closer with no opener at all is left to the parser too."""
+        opener = "(" if closer == ")" else "["
+        for i in range(len(self.brackets) - 1, -1, -1):
+            if self.brackets[i].kind == opener:
+                del self.brackets[i:]
+                return
 
     def bad_chars(self, number: int, text: str, pos: int) -> int:
         """Report a run of characters that start no token once; returns the index after it."""

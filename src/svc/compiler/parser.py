@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from svc.compiler import syntax as ast
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.lexer import I64_MAX, Token, tokenize
+from svc.compiler.lexer import I64_MAX, KEYWORDS, Token, tokenize
 from svc.compiler.source import SourceFile, Span
 
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
@@ -352,6 +352,8 @@ class Parser:
 
     def statement(self) -> ast.Stmt:
         kind = self.tok.kind
+        if kind in KEYWORDS and self.peek().kind in ("=", "+=", "-=", "*="):
+            raise self.fail(f"'{kind}' is a keyword and cannot be used as a variable name")
         if kind == "if":
             return self.if_stmt()
         if kind == "while":
