@@ -251,3 +251,11 @@ def test_a_10000_line_program_checks_quickly() -> None:
     elapsed = time.perf_counter() - start
     assert diagnostics == [] and len(program.routes) == 501
     assert elapsed < 1.0, f"checking 10,000 lines took {elapsed:.2f} s"
+
+
+def test_long_operator_chains_check_and_absurd_ones_are_a_diagnostic() -> None:
+    program = checked("def main():\n    x = 1" + " + 1" * 3000 + "\n")
+    assert body(program, "main")[0].value.type == I64
+    module, _ = parse(SourceFile("t.svc", "def main():\n    x = 1" + " + 1" * 30000 + "\n"))
+    _, diagnostics = check([module], "t.svc")
+    assert [d.message for d in diagnostics] == ["expression or block nested too deeply to check"]

@@ -10,6 +10,7 @@ annotated in place for the code generator.
 from __future__ import annotations
 
 import difflib
+import sys
 from dataclasses import dataclass
 
 from svc.compiler import syntax
@@ -23,6 +24,9 @@ from svc.compiler.types import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt,
     ResultOf, Type, View, contains_view, format_type,
 )
+
+#: Python frames the checker may use: ~3 per nested expression level.
+_RECURSION_LIMIT = 20_000
 
 _PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, ERROR)}
 
@@ -39,7 +43,14 @@ class Definition:
 def check(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram, list[Diagnostic]]:
     """Check a whole program; `modules` are in load order (entry last)."""
     checker = Checker(modules, entry)
-    checker.run()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))  # long `a + b + ...` chains nest deeply
+    try:
+        checker.run()
+    except RecursionError:  # absurdly deep nesting: a diagnostic, never a traceback
+        checker.error("expression or block nested too deeply to check", Span(entry, 1, 1, 1, 1))
+    finally:
+        sys.setrecursionlimit(limit)
     diagnostics = sorted(checker.diagnostics, key=Diagnostic.sort_key)
     return checker.program, diagnostics
 
