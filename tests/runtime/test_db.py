@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import ClassVar, Optional
@@ -388,7 +389,7 @@ async def blocked_db(tmp_path):
     """A Db whose thread is stuck in an INSERT waiting for a lock the test holds."""
     db = await fresh(tmp_path)
     await db_exec(db, "CREATE TABLE t (n INTEGER)")
-    holder = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+    holder = sqlite3.connect(tmp_path / "t.db", isolation_level=None, check_same_thread=False)
     holder.execute("BEGIN IMMEDIATE")
     slow = asyncio.ensure_future(db_exec(db, "INSERT INTO t VALUES (-1)"))
     await asyncio.sleep(0)
@@ -529,6 +530,22 @@ def test_close_all_finishes_queued_jobs_then_refuses_new_ones(tmp_path):
         assert check.execute("SELECT count(*) FROM t").fetchone()[0] == 65
     wal = tmp_path / "t.db-wal"
     assert not wal.exists() or wal.stat().st_size == 0  # checkpointed
+
+
+def test_close_all_on_the_loop_answers_waiting_callers_at_once(tmp_path):
+    async def main():
+        db, holder, slow = await blocked_db(tmp_path)
+        queued = [asyncio.ensure_future(db_exec(db, "INSERT INTO t VALUES (?)", i)) for i in range(64)]
+        waiting = [asyncio.ensure_future(db_exec(db, "INSERT INTO t VALUES (?)", i)) for i in range(5)]
+        await asyncio.sleep(0.05)
+        threading.Timer(0.2, holder.execute, ["COMMIT"]).start()  # the loop is blocked meanwhile
+        close_all()
+        assert not db._overflow  # answered without waiting for the thread
+        return await asyncio.gather(slow, *queued, *waiting)
+
+    results = run(main())
+    assert results[:65] == [1] * 65
+    assert results[65:] == [SvcError("busy", "shutting down")] * 5
 
 
 def test_close_all_from_the_loop_then_reopen(tmp_path):

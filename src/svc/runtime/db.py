@@ -123,7 +123,10 @@ class Db:
         self._closing = True
         if self._overflow:
             loop = self._overflow[0][0][0].get_loop()
-            _call_on_loop(loop, _reject_overflow, self)
+            if _running_loop() is loop:
+                _reject_overflow(self)
+            else:
+                _call_on_loop(loop, _reject_overflow, self)
         self._queue.put(_STOP)
 
     # --- database-thread side ----------------------------------------------------------
@@ -152,6 +155,13 @@ class Db:
             if job is not _STOP:
                 late.append((job[0], _shutting_down()))
         _deliver_batch(self, late)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _call_on_loop(loop: asyncio.AbstractEventLoop, fn, *args) -> None:
@@ -225,11 +235,12 @@ async def db_open(path: str) -> Db | SvcError:
     db = Db(full)
     db._thread = threading.Thread(
         target=_thread_main, args=(db, loop, opened), name=f"svc-db {full}", daemon=True)
+    _open_dbs.add(db)  # even if this caller is cancelled, close_all will stop the thread
     db._thread.start()
     error = await opened
     if error is not None:
+        _open_dbs.discard(db)
         return error
-    _open_dbs.add(db)
     return db
 
 
