@@ -246,9 +246,9 @@ def test_a_10000_line_program_checks_quickly() -> None:
     assert text.count("\n") >= 10_000
     module, diagnostics = parse(SourceFile("big.svc", text))
     assert diagnostics == []
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: robust to other work on a shared machine
     program, diagnostics = check([module], "big.svc")
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert diagnostics == [] and len(program.routes) == 501
     assert elapsed < 1.0, f"checking 10,000 lines took {elapsed:.2f} s"
 
