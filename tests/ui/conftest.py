@@ -21,7 +21,6 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from conftest import PHONE
-
 pytestmark = pytest.mark.ui
+PHONE = {"width": 390, "height": 844}
 
 
 def row(page, title: str):
@@ -50,6 +49,16 @@ def test_add_with_the_button_and_with_enter(page, server):
     expect(page.get_by_role("status")).to_have_text("Task added.")
     stored = server.call("GET", "/api/tasks")
     assert [(t["title"], t["done"]) for t in stored] == [("Walk the dog", False), ("Buy milk", False)]
+
+
+def test_titles_are_shown_as_text_not_html(page, server, watch):
+    title = '<img src="/x" onerror="document.title=1"> & <b>bold</b>'
+    server.add(title)
+    reload(page)
+    expect(page.get_by_role("checkbox", name=title)).to_be_visible()
+    assert titles(page) == [title]
+    assert page.locator("#tasks img, #tasks b").count() == 0
+    assert not any(url.endswith("/x") for url in watch.requests)
 
 
 def test_toggle_done_and_back(page, server):
