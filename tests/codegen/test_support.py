@@ -57,7 +57,8 @@ def test_conversions():
     assert s.to_f64(3) == 3.0
 
 
-@pytest.mark.parametrize("text", ["", "1.5", " 1", "1_0", "٣", "9223372036854775808", "+", "0x10"])
+@pytest.mark.parametrize("text", ["", "1.5", " 1", "1_0", "٣", "9223372036854775808", "+", "0x10",
+                                  "1" * 5000])
 def test_parse_i64_is_strict(text):
     result = s.parse_i64(text)
     assert isinstance(result, s.SvcError) and result.kind == "invalid"
@@ -66,6 +67,7 @@ def test_parse_i64_is_strict(text):
 def test_parse_i64_accepts_signs_and_bounds():
     assert s.parse_i64("-9223372036854775808") == s.I64_MIN
     assert s.parse_i64("+42") == 42
+    assert s.parse_i64("-" + "0" * 30 + "1") == -1
 
 
 def test_copy_is_deep():

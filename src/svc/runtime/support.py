@@ -296,6 +296,8 @@ def parse_i64(text: str) -> int | SvcError:
     """Decimal text (optional sign, ASCII digits only) to i64, or an `invalid` error."""
     if not _INT_TEXT.fullmatch(text):
         return SvcError("invalid", f"not an integer: {text!r}")
+    if len(text.lstrip("+-").lstrip("0")) > 19:  # too long for i64 (and int() caps digits)
+        return SvcError("invalid", f"integer out of range for i64: {text[:40]}")
     value = int(text)
     if I64_MIN <= value <= I64_MAX:
         return value
