@@ -15,6 +15,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -53,21 +54,34 @@ def conforming(names: list[str]) -> tuple[list[str], dict]:
     return kept, excluded
 
 
-def measure(names: list[str], cases: list[wrk.Case], mode: dict, seed: int) -> dict:
-    """runs[server][case] = list of per-round dicts (one wrk result plus the RSS at its end)."""
+def measure_server(name: str, cases: list[wrk.Case], mode: dict, runs: dict) -> None:
+    """One fresh start of `name`, every case once, in the given order."""
+    with RunningServer(SPECS[name]) as server:
+        for case in cases:
+            wrk.run(server.url(""), case, mode["warmup"])
+            result = wrk.run(server.url(""), case, mode["seconds"])
+            runs[name][case.name].append({**result.__dict__, "rss_mib": round(server.rss_mib(), 1)})
+            log(f"  {name:12} {case.name:24} {result.requests_per_s:10.0f} req/s"
+                f"  p99 {result.p99_ms:6.2f} ms  errors {result.errors}")
+
+
+def measure(names: list[str], cases: list[wrk.Case], mode: dict, seed: int, incidents: list) -> dict:
+    """runs[server][case] = list of per-round dicts (one wrk result plus the RSS at its end).
+
+    A server that dies or a wrk that fails is an incident: recorded, reported, and the run
+    goes on with the next server, so one crash does not throw away the other measurements.
+    """
     shuffle = random.Random(seed)
     runs = {name: {case.name: [] for case in cases} for name in names}
     for round_no in range(1, mode["rounds"] + 1):
         order = shuffle.sample(names, len(names))
         log(f"round {round_no}: {', '.join(order)}")
         for name in order:
-            with RunningServer(SPECS[name]) as server:
-                for case in shuffle.sample(cases, len(cases)):
-                    wrk.run(server.url(""), case, mode["warmup"])
-                    result = wrk.run(server.url(""), case, mode["seconds"])
-                    runs[name][case.name].append({**result.__dict__, "rss_mib": round(server.rss_mib(), 1)})
-                    log(f"  {name:12} {case.name:24} {result.requests_per_s:10.0f} req/s"
-                        f"  p99 {result.p99_ms:6.2f} ms  errors {result.errors}")
+            try:
+                measure_server(name, shuffle.sample(cases, len(cases)), mode, runs)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
+                incidents.append(f"round {round_no}, {name}: {failure}")
+                log(f"  {name}: INCIDENT: {failure}")
     return runs
 
 
@@ -76,6 +90,8 @@ def summarize(runs: dict) -> dict:
     summary = {}
     for name, by_case in runs.items():
         for case, rounds in by_case.items():
+            if not rounds:
+                continue
             rps = [r["requests_per_s"] for r in rounds]
             summary.setdefault(name, {})[case] = {
                 "rps": statistics.median(rps), "rps_min": min(rps), "rps_max": max(rps),
@@ -117,17 +133,22 @@ def main() -> int:
     out = Path(args.out or (WORK / "RESULTS-quick.md" if args.quick else Path(__file__).resolve().parent / "RESULTS.md"))
     started = datetime.now(timezone.utc)
     names, excluded = conforming([n.strip() for n in args.servers.split(",") if n.strip()])
-    runs = measure(names, wrk.CASES, mode, args.seed)
+    incidents: list[str] = []
+    runs = measure(names, wrk.CASES, mode, args.seed, incidents)
     endurance_results = None
     if args.endurance_server in names:
-        endurance_results = endurance_runs(args.endurance_server, mode)
+        try:
+            endurance_results = endurance_runs(args.endurance_server, mode)
+        except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as failure:
+            incidents.append(f"capacity and endurance, {args.endurance_server}: {failure}")
+            log(f"  INCIDENT: {failure}")
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full", "settings": mode, "seed": args.seed,
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
         "cases": [c.name for c in wrk.CASES], "runs": runs, "summary": summarize(runs),
-        "endurance": endurance_results,
+        "endurance": endurance_results, "incidents": incidents,
     }
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "results.json").write_text(json.dumps(results, indent=1))

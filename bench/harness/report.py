@@ -41,8 +41,8 @@ def throughput_table(results: dict) -> list[str]:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for case in results["cases"]:
-        ranked = sorted(results["servers"], key=lambda s: -summary[s][case]["rps"])
-        for server in ranked:
+        measured = [s for s in results["servers"] if case in summary.get(s, {})]
+        for server in sorted(measured, key=lambda s: -summary[s][case]["rps"]):
             s = summary[server][case]
             lines.append(
                 f"| {case} | {server} | {s['rps']:,.0f} | {s['rps_min']:,.0f}–{s['rps_max']:,.0f} "
@@ -137,7 +137,9 @@ def render(results: dict) -> str:
         "process) at the end of the case's last round, and ratios of medians. Before any load, each "
         "server (except the fixed-response ceiling) passes `bench/conformance.py`: same JSON, status "
         "codes and strictness as `examples/workload/workload.svc`. Databases are SQLite `:memory:` "
-        "with the same 1,000 seeded rows.",
+        "with the same 1,000 seeded rows. "
+        "svc runs with `SVC_LOG=quiet` (no access log), as uvicorn runs with `--no-access-log`; the "
+        "other peers log nothing per request.",
         "",
         "## Throughput and latency",
         "",
@@ -152,6 +154,8 @@ def render(results: dict) -> str:
         *endurance_section(results["endurance"]),
         "",
     ]
+    if results["incidents"]:
+        lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]
     if results["excluded"]:
         lines += ["## Not measured", ""]
         lines += [f"- `{name}`: {'; '.join(p[:300] for p in problems[:3])}" for name, problems in results["excluded"].items()]
@@ -163,7 +167,7 @@ def render(results: dict) -> str:
 
 def failures(results: dict) -> list[str]:
     """What makes the run fail (targets are reported, not enforced): errors, exclusions, leaks."""
-    found = [f"{name} excluded" for name in results["excluded"]]
+    found = [f"{name} excluded" for name in results["excluded"]] + results["incidents"]
     for server, by_case in results["summary"].items():
         found += [f"{server} {case}: {s['errors']} errors" for case, s in by_case.items() if s["errors"]]
     endurance = results["endurance"]
