@@ -370,7 +370,8 @@ class BodyChecker:
             self.error(f"cannot read field '{e.attr}' of {fmt(t)}, which may be None; match "
                        "on it first (case Some(v):)", span)
         elif t != UNKNOWN:
-            self.error(f"{fmt(t)} has no field '{e.attr}'", span)
+            hint = "; use try or match to get its value first" if isinstance(t, ResultOf) else ""
+            self.error(f"{fmt(t)} has no field '{e.attr}'{hint}", span)
         return UNKNOWN
 
     def e_Index(self, e: syntax.Index, expected) -> Type:
@@ -508,6 +509,11 @@ class BodyChecker:
 
     def call(self, call: syntax.Call, expected: Type | None, awaited: bool) -> Type:
         func = call.func
+        if isinstance(func, syntax.Attribute):  # `xs.append(1)`: one message, not two
+            self.expr(func.value)
+            self.error(f"svc has no methods: write {func.attr}(x, ...) instead of "
+                       f"x.{func.attr}(...)", func.span)
+            return self.skip_args(call)
         if not isinstance(func, syntax.Name):
             self.expr(func)
             self.error("only a function, class or builtin can be called (by name)", func.span)
