@@ -510,9 +510,12 @@ class BodyChecker:
     def call(self, call: syntax.Call, expected: Type | None, awaited: bool) -> Type:
         func = call.func
         if isinstance(func, syntax.Attribute):  # `xs.append(1)`: one message, not two
-            self.expr(func.value)
-            self.error(f"svc has no methods: write {func.attr}(x, ...) instead of "
-                       f"x.{func.attr}(...)", func.span)
+            t = self.expr(func.value)
+            if func.attr in B.BUILTINS or self.checker.lookup(func.attr, self.file):
+                fix = f"write {func.attr}(x, ...) instead of x.{func.attr}(...)"
+            else:
+                fix = f"'{func.attr}' cannot be called on {fmt(t)}"
+            self.error(f"svc has no methods: {fix}", func.span)
             return self.skip_args(call)
         if not isinstance(func, syntax.Name):
             self.expr(func)
