@@ -1,0 +1,43 @@
+"""The reserved routes every svc server answers: GET /health, /stream and /ws.
+
+`/health` is an ordinary (synchronous) route. `/stream` and `/ws` need the connection itself
+(a chunked body written piece by piece; an upgraded socket), so their routes carry the
+result kinds "stream" and "websocket" that the server recognises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Callable
+
+from svc.runtime.routing import Route
+
+STREAM_CHUNKS = tuple(f"chunk:{i}\n".encode() for i in range(5))
+STREAM_HEAD_EXTRA = b"Transfer-Encoding: chunked\r\n"
+
+
+def health() -> bytes:
+    return b"ok"
+
+
+async def stream(write: Callable[[bytes], None]) -> None:
+    """Write the five chunks of /stream, each in its own write, yielding to the loop between.
+
+    The caller has already written the head; uvloop sends each write at once when the socket
+    can take it, so every chunk leaves in its own segment.
+    """
+    for chunk in STREAM_CHUNKS:
+        write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        await asyncio.sleep(0)
+    write(b"0\r\n\r\n")
+
+
+def _websocket_marker() -> None:
+    """Never called: the server upgrades the connection for routes of kind "websocket"."""
+
+
+ROUTES = (
+    Route("GET", "/health", health, (), "text"),
+    Route("GET", "/stream", stream, (), "stream"),
+    Route("GET", "/ws", _websocket_marker, (), "websocket"),
+)

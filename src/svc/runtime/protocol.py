@@ -1,0 +1,259 @@
+"""The HTTP/1.1 connection state machine: bytes in, events out, no sockets.
+
+`HttpConnection.feed(data)` runs httptools (llhttp) over the bytes and returns, in order,
+the events they complete:
+
+- a `Request` (headers and de-chunked body complete);
+- `CONTINUE` when a request asked for `Expect: 100-continue` and its body will be accepted;
+- a `Reject` (400, 413, 431) after which the connection is answered and closed; the
+  machine then ignores everything that follows.
+
+It enforces the limits of HTTP.md that are about bytes: 64 KiB of request line + headers,
+1 MiB of body after de-chunking (413 at once when Content-Length says so), and refuses
+request-smuggling shapes (Content-Length with Transfer-Encoding, duplicate Content-Length,
+any transfer coding but `chunked`). After an upgrade request (WebSocket) it stops parsing and
+keeps the raw bytes that follow for the upgraded protocol. Deadlines are the server's job.
+"""
+
+from __future__ import annotations
+
+import httptools
+
+from svc.runtime.routing import BODY_LIMIT
+
+HEAD_LIMIT = 65_536
+
+_METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
+_VERSIONS = ("1.1", "1.0")
+_SPECIAL = {
+    b"content-length": "content_length",
+    b"transfer-encoding": "transfer_encoding",
+    b"content-type": "content_type",
+    b"expect": "expect",
+}
+
+
+class Request:
+    """One parsed request. `path` is the raw (percent-encoded) path as str, `query` raw bytes."""
+
+    __slots__ = ("method", "path", "query", "headers", "body", "keep_alive", "content_type",
+                 "upgrade", "upgrade_data", "started")
+
+    def __init__(self, method: str, path: str, query: bytes, headers: list, body: bytes,
+                 keep_alive: bool, content_type: bytes | None, upgrade: bool) -> None:
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.keep_alive = keep_alive
+        self.content_type = content_type
+        self.upgrade = upgrade
+        self.upgrade_data = b""
+        self.started = 0.0
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a header, by lower-case name."""
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def __repr__(self) -> str:
+        return f"Request({self.method} {self.path!r} query={self.query!r} body={len(self.body)}B)"
+
+
+class Reject:
+    """The request cannot be served: answer `status` with `reason`, then close."""
+
+    __slots__ = ("status", "reason")
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reject) and (self.status, self.reason) == (other.status, other.reason)
+
+    def __repr__(self) -> str:
+        return f"Reject({self.status}, {self.reason!r})"
+
+
+CONTINUE = "100-continue"
+
+
+class _Refuse(Exception):
+    """Raised inside a parser callback to stop parsing with a Reject."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.reject = Reject(status, reason)
+
+
+class HttpConnection:
+    """Parses one connection's byte stream. States: open, upgraded, closed."""
+
+    __slots__ = ("_parser", "_events", "_url", "_headers", "_head_size", "_head_bytes",
+                 "_message_ended", "_body", "_body_size", "_special", "_continue_at",
+                 "in_body", "upgraded", "closed", "_upgrade_buffer")
+
+    def __init__(self) -> None:
+        self._parser = httptools.HttpRequestParser(self)
+        self._events: list = []
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._head_size = 0
+        self._head_bytes = 0
+        self._message_ended = False
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._special: dict[str, bytes] | None = None
+        self._continue_at = False
+        #: Headers of a request are complete but its body is not (yet).
+        self.in_body = False
+        self.upgraded = False
+        self.closed = False
+        self._upgrade_buffer: list[bytes] = []
+
+    # --- public ----------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list:
+        """Consume bytes; return the events they complete, in order."""
+        if self.closed:
+            return []
+        if self.upgraded:
+            self._upgrade_buffer.append(data)
+            return []
+        events = self._events = []
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            self._start_upgrade(data, exc)
+        except httptools.HttpParserCallbackError as exc:
+            refusal = exc.__context__
+            if isinstance(refusal, _Refuse):
+                self._refuse(refusal.reject)
+            else:  # a bug of ours: still never raise out of feed
+                self._refuse(Reject(400, "malformed request"))
+        except httptools.HttpParserError as exc:
+            self._refuse(Reject(400, f"malformed request: {exc}"))
+        else:
+            self._guard_head(len(data))
+        return events
+
+    def take_upgrade_data(self) -> bytes:
+        """Bytes received after the upgrade request, for the upgraded protocol."""
+        data = b"".join(self._upgrade_buffer)
+        self._upgrade_buffer.clear()
+        return data
+
+    # --- limits ----------------------------------------------------------------------------
+
+    def _guard_head(self, size: int) -> None:
+        """Refuse a head that keeps growing without completing (431) before buffering it all."""
+        if self.in_body or self.closed:
+            return
+        if self._message_ended:  # this chunk finished a message; its tail may start the next
+            self._message_ended = False
+            self._head_bytes = 0
+            return
+        self._head_bytes += size
+        if self._head_bytes > HEAD_LIMIT:
+            self._refuse(Reject(431, "request header fields too large"))
+
+    def _refuse(self, reject: Reject) -> None:
+        self._events.append(reject)
+        self.closed = True
+        self.in_body = False
+
+    def _start_upgrade(self, data: bytes, exc: httptools.HttpParserUpgrade) -> None:
+        self.upgraded = True
+        offset = exc.args[0] if exc.args and isinstance(exc.args[0], int) else len(data)
+        if data[offset:]:
+            self._upgrade_buffer.append(data[offset:])
+
+    # --- httptools callbacks ---------------------------------------------------------------
+
+    def on_url(self, url: bytes) -> None:
+        self._url = self._url + url if self._url else url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_size += len(name) + len(value) + 4
+        key = name.lower()
+        self._headers.append((key, value))
+        attr = _SPECIAL.get(key)
+        if attr is not None:
+            special = self._special
+            if special is None:
+                special = self._special = {}
+            if attr in special and attr in ("content_length", "transfer_encoding"):
+                raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
+            special[attr] = value
+
+    def on_headers_complete(self) -> None:
+        parser = self._parser
+        if parser.get_http_version() not in _VERSIONS:
+            raise _Refuse(400, "unsupported HTTP version")
+        if self._head_size + len(self._url) + 24 > HEAD_LIMIT:
+            raise _Refuse(431, "request header fields too large")
+        self.in_body = True
+        special = self._special
+        if special is not None:
+            self._check_framing(special)
+
+    def _check_framing(self, special: dict[str, bytes]) -> None:
+        coding = special.get("transfer_encoding")
+        if coding is not None and coding.strip().lower() != b"chunked":
+            raise _Refuse(400, "unsupported transfer coding")
+        length = special.get("content_length")
+        if length is not None and int(length) > BODY_LIMIT:
+            raise _Refuse(413, "request body too large")
+        expect = special.get("expect")
+        if expect is not None and expect.strip().lower() == b"100-continue":
+            if coding is not None or (length is not None and int(length) > 0):
+                self._continue_at = True
+                self._events.append(CONTINUE)
+
+    def on_body(self, chunk: bytes) -> None:
+        self._body_size += len(chunk)
+        if self._body_size > BODY_LIMIT:
+            raise _Refuse(413, "request body too large")
+        self._body.append(chunk)
+
+    def on_message_complete(self) -> None:
+        events = self._events
+        if self._continue_at:
+            # The body arrived in the same bytes as the headers: a 100 would only be noise.
+            if events and events[-1] is CONTINUE:
+                events.pop()
+            self._continue_at = False
+        events.append(self._request())
+        self._url = b""
+        self._headers = []
+        self._head_size = 0
+        self._special = None
+        self.in_body = False
+        self._message_ended = True
+
+    def _request(self) -> Request:
+        parser = self._parser
+        url = self._url
+        if url[:1] == b"/":
+            path, _, query = url.partition(b"?")
+        elif url[:7] == b"http://" or url[:8] == b"https://":
+            parsed = httptools.parse_url(url)
+            path, query = parsed.path or b"/", parsed.query or b""
+        else:
+            raise _Refuse(400, "malformed request target")
+        raw_method = parser.get_method()
+        method = _METHODS.get(raw_method) or raw_method.decode("latin-1")
+        body_parts = self._body
+        if body_parts:
+            body = body_parts[0] if len(body_parts) == 1 else b"".join(body_parts)
+            self._body = []
+            self._body_size = 0
+        else:
+            body = b""
+        special = self._special
+        return Request(method, path.decode("latin-1"), query, self._headers, body,
+                       parser.should_keep_alive(), special.get("content_type") if special else None,
+                       parser.should_upgrade())

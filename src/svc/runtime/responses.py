@@ -1,0 +1,120 @@
+"""HTTP responses as bytes: status lines, framing headers, error bodies, JSON and HTML bodies.
+
+Everything a response needs is pre-encoded once (status lines, content-type lines, the
+`Date` line refreshed once a second), so building a response is one bytes join. Handler
+results are mapped to (status, content type, body) here, including the rule that the details
+of `internal` and `database` errors never reach the client.
+"""
+
+from __future__ import annotations
+
+import time
+from email.utils import formatdate
+from http import HTTPStatus
+
+import msgspec
+
+from svc.runtime.support import STATUS_BY_KIND, Html, SvcError
+
+JSON = b"application/json"
+HTML = b"text/html; charset=utf-8"
+TEXT = b"text/plain; charset=utf-8"
+
+_STATUS_LINES = {
+    s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode("ascii")) for s in HTTPStatus
+}
+_KEEP_ALIVE = b"\r\n"
+_CLOSE = b"Connection: close\r\n\r\n"
+
+_encoder = msgspec.json.Encoder()
+encode_json = _encoder.encode
+
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class DateHeader:
+    """The `Date:` header line, recomputed only when the wall-clock second changes."""
+
+    __slots__ = ("line", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self.line = b""
+        self.refresh()
+
+    def refresh(self) -> None:
+        second = int(time.time())
+        if second != self._second:
+            self._second = second
+            self.line = b"Date: " + formatdate(second, usegmt=True).encode("ascii") + b"\r\n"
+
+
+date = DateHeader()
+
+
+def status_line(status: int) -> bytes:
+    line = _STATUS_LINES.get(status)
+    return line if line is not None else b"HTTP/1.1 %d Unknown\r\n" % status
+
+
+def head(status: int, content_type: bytes | None, length: int | None, keep_alive: bool,
+         extra: bytes = b"") -> bytes:
+    """Status line and headers; `length=None` leaves framing to `extra` (chunked)."""
+    ctype = b"Content-Type: " + content_type + b"\r\n" if content_type else b""
+    framing = b"Content-Length: %d\r\n" % length if length is not None else b""
+    return b"".join((
+        status_line(status), date.line, ctype, framing, extra,
+        _KEEP_ALIVE if keep_alive else _CLOSE,
+    ))
+
+
+def render(status: int, content_type: bytes | None, body: bytes, keep_alive: bool,
+           extra: bytes = b"", send_body: bool = True) -> bytes:
+    """A complete response; `send_body=False` for HEAD keeps the headers of the GET."""
+    top = head(status, content_type, len(body), keep_alive, extra)
+    return top + body if send_body and body else top
+
+
+def error_body(reason: str) -> bytes:
+    return _encoder.encode({"error": reason})
+
+
+#: Pre-encoded bodies of the errors the runtime itself answers.
+NOT_FOUND = error_body("not found")
+METHOD_NOT_ALLOWED = error_body("method not allowed")
+TIMED_OUT = error_body("request timed out")
+INTERNAL = error_body("internal error")
+
+
+def error_for(err: SvcError) -> tuple[int, bytes, str | None]:
+    """(status, JSON body, detail for the server log or None) for an svc `Error` value."""
+    status = STATUS_BY_KIND.get(err.kind, 500)
+    if status == 500:
+        return 500, INTERNAL, f"{err.kind} error: {err.message}"
+    return status, error_body(err.message), None
+
+
+def result_for(kind: str, value: object) -> tuple[int, bytes | None, bytes, str | None]:
+    """(status, content type, body, log detail) for a handler's unboxed result.
+
+    Raises (TypeError, msgspec.EncodeError) when a value cannot be encoded; the caller
+    answers 500 and logs it like any other fault.
+    """
+    if isinstance(value, SvcError):
+        status, body, detail = error_for(value)
+        return status, JSON, body, detail
+    if kind == "json":
+        return 200, JSON, _encoder.encode(value), None
+    if kind == "json_optional":
+        if value is None:
+            return 404, JSON, NOT_FOUND, None
+        return 200, JSON, _encoder.encode(value), None
+    if kind == "html":
+        if not isinstance(value, Html):
+            raise TypeError(f"html route returned {type(value).__name__}, not Html")
+        return 200, HTML, value.text.encode("utf-8"), None
+    if kind == "unit":
+        return 204, None, b"", None
+    if kind == "text":
+        return 200, TEXT, value if isinstance(value, bytes) else str(value).encode(), None
+    raise ValueError(f"unknown route result kind {kind!r}")

@@ -1,0 +1,279 @@
+"""The route table: matching a path to a handler and binding the handler's arguments.
+
+The code generator describes each handler with a `Route` and its `Param`s (see
+docs/internals.md, "Server API"); `Router` compiles them once at startup into a dict for
+static paths and per-length segment patterns for `{capture}` paths. Binding turns path
+segments, query parameters and the request body into typed Python values or a `BindError`
+naming what was wrong (400, or 415 for a non-JSON body).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import unquote_to_bytes
+
+import msgspec
+
+from svc.runtime.support import I32_MAX, I32_MIN, I64_MAX, I64_MIN
+
+BODY_LIMIT = 1_048_576
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One handler parameter: where its value comes from and its svc type.
+
+    source: "path" | "query" | "body" | "raw" | "db". `type` is a scalar name
+    ("i64" "i32" "f64" "bool" "str"), a generated msgspec.Struct class for "body", or
+    "bytes" / "view" for "raw". `optional` marks a `T?` query parameter.
+    """
+
+    name: str
+    source: str
+    type: Any = "str"
+    optional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A handler: `await handler(*bound_args)` returns the value or an `SvcError`.
+
+    result: "json" | "json_optional" | "html" | "unit" (and, for the built-in routes,
+    "text", "stream", "websocket").
+    """
+
+    method: str
+    path: str
+    handler: Callable[..., Any]
+    params: tuple[Param, ...] = ()
+    result: str = "json"
+
+
+class BindError(Exception):
+    """A request whose arguments cannot be bound: answered with `status` and `reason`."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+# --- typed conversion of path and query values ------------------------------------------------
+
+_INT = re.compile(rb"[+-]?[0-9]{1,40}\Z")
+_FLOAT = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+_RANGES = {"i64": (I64_MIN, I64_MAX), "i32": (I32_MIN, I32_MAX)}
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8")
+
+
+def _integer(kind: str) -> Callable[[bytes], int]:
+    low, high = _RANGES[kind]
+
+    def convert(raw: bytes) -> int:
+        if not _INT.match(raw):
+            raise ValueError
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError
+        return value
+
+    return convert
+
+
+def _float(raw: bytes) -> float:
+    if not _FLOAT.match(raw):
+        raise ValueError
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError
+    return value
+
+
+def _bool(raw: bytes) -> bool:
+    if raw == b"true":
+        return True
+    if raw == b"false":
+        return False
+    raise ValueError
+
+
+CONVERTERS: dict[str, Callable[[bytes], Any]] = {
+    "i64": _integer("i64"),
+    "i32": _integer("i32"),
+    "f64": _float,
+    "bool": _bool,
+    "str": _text,
+}
+
+
+def convert(param: Param, raw: bytes, where: str) -> Any:
+    """Percent-decoded bytes → the parameter's type, or BindError(400) naming the parameter."""
+    try:
+        return CONVERTERS[param.type](raw)
+    except (ValueError, UnicodeDecodeError):
+        raise BindError(400, f"invalid {where} parameter '{param.name}': expected {param.type}")
+
+
+def parse_query(query: bytes) -> dict[bytes, bytes]:
+    """`a=1&b=x%20y` → {b"a": b"1", b"b": b"x y"}; `+` is a space; the first value wins."""
+    values: dict[bytes, bytes] = {}
+    for pair in query.split(b"&"):
+        if not pair:
+            continue
+        name, _, value = pair.partition(b"=")
+        name = unquote_to_bytes(name.replace(b"+", b" "))
+        if name not in values:
+            values[name] = unquote_to_bytes(value.replace(b"+", b" "))
+    return values
+
+
+# --- request bodies ---------------------------------------------------------------------------
+
+def is_json_media_type(content_type: bytes) -> bool:
+    """application/json or application/<anything>+json, parameters allowed."""
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+
+
+def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes | None) -> Any:
+    """Strict JSON into the parameter's class. A missing Content-Type is taken as JSON."""
+    if content_type is not None and not is_json_media_type(content_type):
+        raise BindError(415, "unsupported media type: expected application/json")
+    try:
+        return decoder.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
+        raise BindError(400, f"invalid request body: {exc}")
+
+
+# --- compiled routes --------------------------------------------------------------------------
+
+class CompiledRoute:
+    """A Route ready to run: how to bind each parameter and how to answer its result."""
+
+    __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index")
+
+    def __init__(self, route: Route, capture_names: list[str]) -> None:
+        self.route = route
+        self.handler = route.handler
+        self.result = route.result
+        self.params = route.params
+        self.needs_query = any(p.source == "query" for p in route.params)
+        self.decoders = {
+            p.name: msgspec.json.Decoder(p.type, strict=True) for p in route.params if p.source == "body"
+        }
+        self.capture_index = {name: i for i, name in enumerate(capture_names)}
+
+    def bind(self, captures: tuple[bytes, ...], query: bytes, body: bytes,
+             content_type: bytes | None, db: Any) -> list[Any]:
+        """The handler's arguments in `params` order, or BindError."""
+        args: list[Any] = []
+        values = parse_query(query) if self.needs_query else None
+        for param in self.params:
+            source = param.source
+            if source == "path":
+                raw = unquote_to_bytes(captures[self.capture_index[param.name]])
+                args.append(convert(param, raw, "path"))
+            elif source == "query":
+                raw = values.get(param.name.encode())  # type: ignore[union-attr]
+                if raw is None:
+                    if not param.optional:
+                        raise BindError(400, f"missing required query parameter '{param.name}'")
+                    args.append(None)
+                else:
+                    args.append(convert(param, raw, "query"))
+            elif source == "body":
+                args.append(decode_body(self.decoders[param.name], body, content_type))
+            elif source == "raw":
+                args.append(memoryview(body) if param.type == "view" else bytes(body))
+            elif source == "db":
+                args.append(db)
+            else:
+                raise ValueError(f"unknown parameter source {source!r}")
+        return args
+
+
+class PathEntry:
+    """All routes on one path shape: method → CompiledRoute, and the `Allow` header for 405."""
+
+    __slots__ = ("by_method", "allow")
+
+    def __init__(self) -> None:
+        self.by_method: dict[str, CompiledRoute] = {}
+        self.allow = b""
+
+    def add(self, compiled: CompiledRoute) -> None:
+        self.by_method[compiled.route.method] = compiled
+        methods = set(self.by_method)
+        if "GET" in methods:
+            methods.add("HEAD")
+        self.allow = b"Allow: " + ", ".join(sorted(methods)).encode("ascii") + b"\r\n"
+
+    def find(self, method: str) -> CompiledRoute | None:
+        """The route for `method`; HEAD uses the GET route."""
+        compiled = self.by_method.get(method)
+        if compiled is None and method == "HEAD":
+            return self.by_method.get("GET")
+        return compiled
+
+
+_CAPTURE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}\Z")
+
+
+def _shape(path: str) -> tuple[tuple[str | None, ...], list[str]]:
+    """'/t/{id}/x' → (('', 't', None, 'x'), ['id'])."""
+    shape: list[str | None] = []
+    names: list[str] = []
+    for segment in path.split("/"):
+        capture = _CAPTURE.match(segment)
+        if capture:
+            shape.append(None)
+            names.append(capture.group(1))
+        else:
+            shape.append(segment)
+    return tuple(shape), names
+
+
+class Router:
+    """Static paths by dict lookup; capture paths by segment patterns, most static first."""
+
+    def __init__(self, routes: list[Route] | tuple[Route, ...]) -> None:
+        self.static: dict[str, PathEntry] = {}
+        patterns: dict[tuple[str | None, ...], PathEntry] = {}
+        for route in routes:
+            shape, names = _shape(route.path)
+            if names:
+                entry = patterns.setdefault(shape, PathEntry())
+            else:
+                entry = self.static.setdefault(route.path, PathEntry())
+            entry.add(CompiledRoute(route, names))
+        self.dynamic: dict[int, list[tuple[tuple[str | None, ...], PathEntry]]] = {}
+        for shape in sorted(patterns, key=lambda s: tuple(seg is None for seg in s)):
+            self.dynamic.setdefault(len(shape), []).append((shape, patterns[shape]))
+
+    def lookup(self, path: str) -> tuple[PathEntry, tuple[bytes, ...]] | None:
+        """The entry for a raw (still percent-encoded) path and its raw captures, or None."""
+        entry = self.static.get(path)
+        if entry is not None:
+            return entry, ()
+        candidates = self.dynamic.get(path.count("/") + 1)
+        if not candidates:
+            return None
+        segments = path.split("/")
+        for shape, entry in candidates:
+            captures = []
+            for pattern, segment in zip(shape, segments):
+                if pattern is None:
+                    if not segment:
+                        break
+                    captures.append(segment.encode("latin-1"))
+                elif pattern != segment:
+                    break
+            else:
+                return entry, tuple(captures)
+        return None

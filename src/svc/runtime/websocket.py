@@ -1,0 +1,98 @@
+"""The `/ws` echo session: RFC 6455 framing by the `websockets` sans-I/O protocol.
+
+The server keeps the socket; this class turns received bytes into bytes to send. websockets
+handles the handshake checks, masking, control frames (Ping → Pong, Close → Close), protocol
+errors (1002) and the 1 MiB message limit (1009, counted over all fragments). Reassembling
+fragments and checking that a text message is UTF-8 (1007) is ours, since the sans-I/O layer
+hands over frames, not messages.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from websockets.datastructures import Headers
+from websockets.frames import CloseCode, Opcode
+from websockets.http11 import Request as WsRequest
+from websockets.protocol import State
+from websockets.server import ServerProtocol
+
+MESSAGE_LIMIT = 1_048_576
+
+_logger = logging.getLogger("svc.websocket")
+_logger.addHandler(logging.NullHandler())
+_logger.propagate = False
+
+
+class EchoSession:
+    """One WebSocket connection after (or during) its opening handshake."""
+
+    def __init__(self) -> None:
+        self.protocol = ServerProtocol(max_size=MESSAGE_LIMIT, logger=_logger)
+        self._opcode: Opcode | None = None
+        self._fragments: list[bytes] = []
+
+    def handshake(self, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str]:
+        """Check the upgrade request: (101, "") when accepted, else (status, reason)."""
+        request = WsRequest(path, Headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers))
+        response = self.protocol.accept(request)
+        if response.status_code != 101:
+            reason = str(self.protocol.handshake_exc or "invalid WebSocket handshake")
+            return response.status_code, reason
+        self.protocol.send_response(response)
+        return 101, ""
+
+    def receive(self, data: bytes) -> tuple[list[bytes], bool]:
+        """Feed bytes; return (bytes to send, whether the TCP connection should now close)."""
+        protocol = self.protocol
+        protocol.receive_data(data)
+        for frame in protocol.events_received():
+            self._on_frame(frame)
+        return self.outgoing()
+
+    def receive_eof(self) -> tuple[list[bytes], bool]:
+        self.protocol.receive_eof()
+        self.protocol.events_received()
+        return self.outgoing()
+
+    def close(self, code: int = CloseCode.GOING_AWAY) -> tuple[list[bytes], bool]:
+        """Start the closing handshake from our side (server shutdown)."""
+        if self.protocol.state is State.OPEN:
+            self.protocol.send_close(code)
+        return self.outgoing()
+
+    def outgoing(self) -> tuple[list[bytes], bool]:
+        """Pending bytes; an empty chunk from websockets means "close the connection"."""
+        chunks = self.protocol.data_to_send()
+        done = self.protocol.close_expected() or self.protocol.state is State.CLOSED
+        return [c for c in chunks if c], done or b"" in chunks
+
+    def _on_frame(self, frame) -> None:
+        opcode = frame.opcode
+        if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
+            if frame.fin:
+                self._echo(opcode, frame.data)
+            else:
+                self._opcode = opcode
+                self._fragments = [frame.data]
+        elif opcode is Opcode.CONT:
+            self._fragments.append(frame.data)
+            if frame.fin:
+                data = b"".join(self._fragments)
+                opcode, self._opcode, self._fragments = self._opcode, None, []
+                self._echo(opcode, data)
+        # Ping, Pong and Close are answered by the protocol object itself.
+
+    def _echo(self, opcode: Opcode | None, data: bytes) -> None:
+        protocol = self.protocol
+        if protocol.state is not State.OPEN:
+            return
+        if opcode is Opcode.TEXT:
+            try:
+                bytes(data).decode("utf-8")
+            except UnicodeDecodeError:
+                protocol.fail(CloseCode.INVALID_DATA, "invalid UTF-8 in text message")
+                return
+            protocol.send_text(data)
+        else:
+            protocol.send_binary(data)

@@ -1,0 +1,131 @@
+"""A small svc-like program for the server tests: the routes generated code would register.
+
+Run as `python demo_app.py [port]` (port 0 picks a free one); it prints the
+`listening on ...` line and serves until SIGINT/SIGTERM, exiting 0 (1 with `error: ...`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Annotated, ClassVar, Optional
+
+import msgspec
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover
+    uvloop = None
+
+from svc.runtime.routing import Param, Route
+from svc.runtime.server import serve
+from svc.runtime.support import Html, SvcError, SvcFault
+
+I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+I32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+
+
+class Task(msgspec.Struct, forbid_unknown_fields=True):
+    title: str
+    priority: I32
+    note: Optional[str]
+    __svc_fields__: ClassVar = (("title", "str", False), ("priority", "i32", False), ("note", "str", True))
+
+
+async def hello():
+    return {"hello": "world"}
+
+
+async def get_user(id):
+    if id == 0:
+        return None
+    return {"id": id}
+
+
+async def echo_query(limit, ratio, flag, name, maybe):
+    return {"limit": limit, "ratio": ratio, "flag": flag, "name": name, "maybe": maybe}
+
+
+async def create_task(task):
+    return task
+
+
+async def raw_length(body):
+    return len(body)
+
+
+async def page():
+    return Html("<h1>hi</h1>")
+
+
+async def nothing():
+    return None
+
+
+async def slow(ms):
+    await asyncio.sleep(ms / 1000)
+    return {"slept": ms}
+
+
+async def fault():
+    raise SvcFault("integer overflow (i64)")
+
+
+async def crash():
+    return 1 // 0
+
+
+async def failing(kind):
+    return SvcError(kind, f"secret {kind} detail")
+
+
+async def by_name(name):
+    return name
+
+
+async def put_user(id, task):
+    return {"id": id, "title": task.title}
+
+
+async def delete_user(id):
+    return None
+
+
+async def bad_json():
+    return object()
+
+
+ROUTES = [
+    Route("GET", "/hello", hello, (), "json"),
+    Route("GET", "/users/{id}", get_user, (Param("id", "path", "i64"),), "json_optional"),
+    Route("PUT", "/users/{id}", put_user, (Param("id", "path", "i64"), Param("task", "body", Task)), "json"),
+    Route("DELETE", "/users/{id}", delete_user, (Param("id", "path", "i64"),), "unit"),
+    Route("GET", "/names/{name}", by_name, (Param("name", "path", "str"),), "json"),
+    Route("GET", "/query", echo_query, (
+        Param("limit", "query", "i32"), Param("ratio", "query", "f64", optional=True),
+        Param("flag", "query", "bool", optional=True), Param("name", "query", "str", optional=True),
+        Param("maybe", "query", "i64", optional=True)), "json"),
+    Route("POST", "/tasks", create_task, (Param("task", "body", Task),), "json"),
+    Route("POST", "/raw", raw_length, (Param("body", "raw", "view"),), "json"),
+    Route("GET", "/page", page, (), "html"),
+    Route("POST", "/nothing", nothing, (), "unit"),
+    Route("GET", "/slow", slow, (Param("ms", "query", "i64"),), "json"),
+    Route("GET", "/fault", fault, (), "json"),
+    Route("GET", "/crash", crash, (), "json"),
+    Route("GET", "/failing", failing, (Param("kind", "query", "str"),), "json"),
+    Route("GET", "/unencodable", bad_json, (), "json"),
+]
+
+
+async def main(port: int) -> int:
+    outcome = await serve(None, port, ROUTES)
+    if isinstance(outcome, SvcError):
+        print(f"error: {outcome.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    run = uvloop.run if uvloop is not None else asyncio.run
+    sys.exit(run(main(port)))
