@@ -139,3 +139,11 @@ def test_database_handlers(server):
     assert [r["id"] for r in server.request("GET", "/rows").json()] == [1, 2, 3]
     # a constraint violation is a database error: 500 with no details
     assert _error(server.request("POST", "/rows", {"id": 3, "label": "again"}), 500) == "internal error"
+
+
+def test_handlers_past_the_processing_limit_answer_504(server):
+    """Both a handler that awaits too long and one that computes without ever awaiting (which
+    the support watchdog interrupts) time out; the server keeps serving."""
+    for path in ("/sleepy", "/spin"):
+        assert _error(server.request("GET", path), 504) == "request timed out"
+        assert server.request("GET", "/items/1").status == 200

@@ -329,10 +329,69 @@ def html(text: str) -> Html:
 
 
 async def serve(db, port: int, routes: list):
-    """`serve(db, port)`: the built-in HTTP server, imported only when a program serves."""
+    """`serve(db, port)`: the built-in HTTP server (imported only when a program serves),
+    watched by a `Watchdog` so a handler that computes without ever awaiting cannot hang it."""
+    import asyncio
+
     from svc.runtime.server import serve as run_server
 
-    return await run_server(db, port, routes)
+    watchdog = Watchdog(asyncio.get_running_loop())
+    try:
+        return await run_server(db, port, routes)
+    finally:
+        watchdog.stop()
+
+
+class SvcTimeout(SvcFault):
+    """Raised inside code that kept the event loop busy past the processing limit."""
+
+    def __init__(self, message: str = "request timed out: the handler computed for more than "
+                                      "2 seconds without yielding") -> None:
+        super().__init__(message)
+
+
+class Watchdog:
+    """Interrupts a handler stuck in computation (`while True: pass`, a runaway loop).
+
+    The server cancels a slow handler at its next `await`, but code that never awaits keeps
+    the event loop, and so the whole server, to itself. A heartbeat timer on the loop records
+    that the loop still turns; a daemon thread that sees no beat for `STALL_SECONDS` raises
+    `SvcTimeout` in the loop's thread (PyThreadState_SetAsyncExc), where it surfaces in the
+    running svc code like any other run-time fault. The cost is one timer tick per 0.1 s.
+    """
+
+    STALL_SECONDS = 2.0
+    BEAT_SECONDS = 0.1
+
+    def __init__(self, loop) -> None:
+        import threading
+        import time
+
+        self._loop = loop
+        self._clock = time.monotonic
+        self._beat = self._clock()
+        self._stopped = threading.Event()
+        self._target = threading.get_ident()
+        self._timer = loop.call_later(self.BEAT_SECONDS, self._tick)
+        threading.Thread(target=self._watch, name="svc-watchdog", daemon=True).start()
+
+    def _tick(self) -> None:
+        self._beat = self._clock()
+        if not self._stopped.is_set():
+            self._timer = self._loop.call_later(self.BEAT_SECONDS, self._tick)
+
+    def _watch(self) -> None:
+        import ctypes
+
+        while not self._stopped.wait(self.BEAT_SECONDS):
+            if self._clock() - self._beat > self.STALL_SECONDS:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(self._target), ctypes.py_object(SvcTimeout))
+                self._beat = self._clock()  # once per stall
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._timer.cancel()
 
 
 # --- JSON ------------------------------------------------------------------------------------
