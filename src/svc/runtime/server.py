@@ -37,7 +37,7 @@ from svc.runtime.protocol import CONTINUE, HttpConnection, Reject, Request
 from svc.runtime.responses import JSON, TEXT, error_body, render
 from svc.runtime.routing import BindError, Route, Router
 from svc.runtime.serverlog import ServerLog
-from svc.runtime.support import SvcError
+from svc.runtime.support import SvcError, SvcTimeout
 from svc.runtime.websocket import EchoSession
 
 PROCESSING_LIMIT = 2.0
@@ -297,6 +297,9 @@ class Connection(asyncio.Protocol):
     def _fault(self, req: Request, exc: BaseException) -> None:
         """A raised exception: the traceback and path go to the log, the client gets 500."""
         trace = "".join(traceback.format_exception(exc))
+        if isinstance(exc, SvcTimeout):  # support.Watchdog interrupted a handler that never awaited
+            self.app.log.error(f"{req.method} {req.path}: request timed out\n{trace}")
+            return self._finish(req, 504, JSON, responses.TIMED_OUT)
         self.app.log.error(f"{req.method} {req.path}: internal error\n{trace}")
         self._finish(req, 500, JSON, responses.INTERNAL)
 
