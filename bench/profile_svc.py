@@ -1,7 +1,8 @@
 """Profiles the svc server under each load case with py-spy; writes bench/.work/profile/.
 
 For each case: a fresh svc server pinned to CPU 0, wrk on CPU 1, and py-spy sampling the
-server (non-blocking, so the server is not paused) while the load runs. Alongside the Python
+server (non-blocking, so the server is not paused; only the thread holding the GIL, which
+is what uses the one CPU) while the load runs. Alongside the Python
 stacks it records the server's user and kernel CPU seconds from /proc/<pid>/stat, because
 py-spy does not see kernel time, which is most of a small request's cost.
 
@@ -69,7 +70,7 @@ def profile_case(case: wrk.Case, seconds: int) -> str:
         load = threading.Thread(target=lambda: outcome.update(r=wrk.run(server.url(""), case, seconds)))
         load.start()
         subprocess.run(
-            client_command(str(PY_SPY), "record", "--nonblocking", "--format", "raw", "-r", "200",
+            client_command(str(PY_SPY), "record", "--nonblocking", "--gil", "--format", "raw", "-r", "200",
                            "-d", str(seconds - 1), "-o", str(target), "--pid", str(server.pid)),
             check=True, capture_output=True, timeout=seconds + 30,
         )
