@@ -255,3 +255,28 @@ def test_lexical_errors_are_not_reported_again_by_the_parser() -> None:
     assert len(errors("def f():\n    x = 1 $ 2\n")) == 1
     assert len(errors('def f():\n    print("abc)\n    y = 1\n')) == 1
     assert len(errors("def f():\n    print(g(1)\n    return 1\n")) == 1
+
+
+def test_absurd_nesting_is_a_diagnostic_not_a_crash() -> None:
+    deep = {
+        "def f():\n    x = " + "(" * 5000 + "1" + ")" * 5000 + "\n": "nested too deeply",
+        "def f():\n    x = " + "-" * 5000 + "1\n": "nested too deeply",
+        "def f():\n    x = " + "not " * 5000 + "y\n": "nested too deeply",
+        "def f(x: " + "List[" * 3000 + "i64" + "]" * 3000 + "):\n    pass\n": "nested too deeply",
+        "def f():\n" + "".join(" " * i + "if x:\n" for i in range(1, 300)) + " " * 300 + "pass\n":
+            "blocks nested too deeply",
+    }
+    for text, message in deep.items():
+        found = errors(text)
+        assert len(found) == 1 and message in found[0][2], found
+    assert show(expr("(" * 150 + "1" + ")" * 150)) == "1"
+
+
+def test_long_chains_do_not_recurse() -> None:
+    chain = body("if x == 0:\n    pass\n" + "".join(f"elif x == {i}:\n    pass\n"
+                                                  for i in range(1, 3000)))[0]
+    depth = 0
+    while chain.orelse:
+        chain, depth = chain.orelse[0], depth + 1
+    assert depth == 2999
+    assert isinstance(expr(" + ".join(["1"] * 5000)), ast.Binary)

@@ -11,6 +11,8 @@ already has a lexical error are not reported again.
 
 from __future__ import annotations
 
+import sys
+
 from svc.compiler import syntax as ast
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.lexer import I64_MAX, KEYWORDS, Token, tokenize
@@ -18,6 +20,9 @@ from svc.compiler.source import SourceFile, Span
 
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
 COMPARISONS = frozenset(("==", "!=", "<", ">", "<=", ">="))
+MAX_DEPTH = 200
+MAX_BLOCKS = 100
+RECURSION_LIMIT = 10_000
 NOT_PREC = 3
 COMPARISON_PREC = 4
 BINARY_PREC = {"or": 1, "and": 2, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
@@ -35,6 +40,9 @@ class ParseError(Exception):
 
 def parse(source: SourceFile) -> tuple[ast.Module, list[Diagnostic]]:
     """Parse one file. Lexical and syntax diagnostics are returned together."""
+    # Nesting is capped at MAX_DEPTH levels, a few frames each: make sure Python allows that
+    # (and the later passes, which recurse over the same tree).
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     tokens, lex_diagnostics = tokenize(source)
     parser = Parser(source.path, tokens, {d.span.line for d in lex_diagnostics})
     module = parser.module()
@@ -51,6 +59,8 @@ class Parser:
         self.diagnostics: list[Diagnostic] = []
         self.quiet_lines = quiet_lines
         self.speculating = 0
+        self.depth = 0  # expression nesting
+        self.blocks = 0  # block nesting
 
     # --- token helpers ------------------------------------------------------------------------
 
@@ -301,6 +311,13 @@ class Parser:
     # --- types --------------------------------------------------------------------------------
 
     def type_expr(self) -> ast.TypeExpr:
+        self.nest()
+        try:
+            return self.type_expr_body()
+        finally:
+            self.depth -= 1
+
+    def type_expr_body(self) -> ast.TypeExpr:
         start = self.tok
         if self.accept("["):
             inner = self.type_expr()
@@ -337,6 +354,21 @@ class Parser:
         if not self.accept("indent"):
             self.report(f"expected an indented block, found {self.tok.describe()}",
                         self.tok.span)
+            return []
+        self.blocks += 1
+        try:
+            return self.statements()
+        finally:
+            self.blocks -= 1
+
+    def statements(self) -> list[ast.Stmt]:
+        """The statements of an indented block, up to and including its DEDENT."""
+        if self.blocks > MAX_BLOCKS:
+            self.report(f"blocks nested too deeply (more than {MAX_BLOCKS} levels)",
+                        self.tok.span)
+            self.pos -= 1
+            self.tok = self.tokens[self.pos]
+            self.skip_block()
             return []
         body: list[ast.Stmt] = []
         while not self.at("dedent") and not self.at("eof"):
@@ -428,20 +460,27 @@ class Parser:
         return ast.Let(self.span_from(start), name.value, name.span, annotation, value)
 
     def if_stmt(self) -> ast.If:
-        start = self.advance()  # 'if' or 'elif'
-        test = self.expr()
-        self.expect(":", "':' after the condition")
-        span = self.span_from(start)  # the header: a body ends at a NEWLINE or DEDENT token
-        node = ast.If(span, test, self.block())
-        if self.at("elif"):
-            node.orelse = [self.if_stmt()]
-        elif self.at("else"):
+        """`if`/`elif`/`else`, built as nested Ifs in a loop (a long elif chain must not
+        recurse)."""
+        first = node = self.if_branch()
+        while self.at("elif"):
+            branch = self.if_branch()
+            node.orelse = [branch]
+            node = branch
+        if self.at("else"):
             self.advance()
             if self.at("if"):
                 raise self.fail("write 'elif' instead of 'else if'")
             self.expect(":", "':' after 'else'")
             node.orelse = self.block()
-        return node
+        return first
+
+    def if_branch(self) -> ast.If:
+        start = self.advance()  # 'if' or 'elif'
+        test = self.expr()
+        self.expect(":", "':' after the condition")
+        span = self.span_from(start)  # the header: a body ends at a NEWLINE or DEDENT token
+        return ast.If(span, test, self.block())
 
     def for_stmt(self) -> ast.For:
         start = self.advance()
@@ -495,6 +534,20 @@ class Parser:
 
     def expr(self, min_prec: int = 1) -> ast.Expr:
         """Precedence climbing over the binary operators (all left-associative) and `not`."""
+        self.nest()
+        try:
+            return self.climb(min_prec)
+        finally:
+            self.depth -= 1
+
+    def nest(self) -> None:
+        """Count one level of nesting; absurdly deep input is an error, not a crash of this
+        recursive parser (or of the passes after it)."""
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"expression nested too deeply (more than {MAX_DEPTH} levels)")
+
+    def climb(self, min_prec: int) -> ast.Expr:
         if self.tok.kind == "not" and min_prec <= NOT_PREC:
             start = self.advance()
             operand = self.expr(NOT_PREC)
@@ -516,7 +569,11 @@ class Parser:
         if not self.at("-"):
             return self.prefix()
         start = self.advance()
-        operand = self.unary()
+        self.nest()
+        try:
+            operand = self.unary()
+        finally:
+            self.depth -= 1
         span = self.span_from(start)
         if isinstance(operand, ast.IntLit):
             # `-` on an integer literal is folded, so -9223372036854775808 is an i64.
@@ -528,15 +585,17 @@ class Parser:
         return ast.Unary(span, "-", operand)
 
     def prefix(self) -> ast.Expr:
-        if self.at("await"):
-            start = self.advance()
+        kind = self.tok.kind
+        if kind != "await" and kind != "try":
+            return self.postfix()
+        start = self.advance()
+        self.nest()
+        try:
             operand = self.prefix()
-            return ast.Await(self.span_from(start), operand)
-        if self.at("try"):
-            start = self.advance()
-            operand = self.prefix()
-            return ast.Try(self.span_from(start), operand)
-        return self.postfix()
+        finally:
+            self.depth -= 1
+        node = ast.Await if kind == "await" else ast.Try
+        return node(self.span_from(start), operand)
 
     def postfix(self) -> ast.Expr:
         node = self.atom()
