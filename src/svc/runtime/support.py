@@ -383,8 +383,13 @@ class Watchdog:
     def _watch(self) -> None:
         import ctypes
 
+        woke = self._clock()
         while not self._stopped.wait(self.BEAT_SECONDS):
-            if self._clock() - self._beat > self.STALL_SECONDS:
+            now = self._clock()
+            slept, woke = now - woke, now
+            if slept > 5 * self.BEAT_SECONDS:  # the whole process was stalled (SIGSTOP, swap):
+                self._beat = now               # not the loop's fault, start counting again
+            elif now - self._beat > self.STALL_SECONDS:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(self._target), ctypes.py_object(SvcTimeout))
                 self._beat = self._clock()  # once per stall
