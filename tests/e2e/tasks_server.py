@@ -112,25 +112,27 @@ def _pump(stream, lines: "queue.Queue[str]") -> None:
 
 
 def launch(tmp_path: Path, *, env: dict[str, str | None] | None = None, target: list[str] | None = None,
-           cwd: Path | None = None) -> tuple[subprocess.Popen, Path]:
+           cwd: Path | None = None, command: list[str] | None = None) -> tuple[subprocess.Popen, Path]:
     """Starts `svcc run` (project mode unless `target` says otherwise) without waiting for it.
 
-    Returns the process (stdout piped) and the file its stderr goes to. SVC_* variables of the
-    calling environment are dropped so only what the test sets applies.
+    `command` replaces the whole command line (a built executable). Returns the process (stdout
+    piped) and the file its stderr goes to. SVC_* variables of the calling environment are
+    dropped so only what the test sets applies.
     """
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SVC_")}
     full_env["SVC_LOG"] = "quiet"
     full_env.update({k: v for k, v in (env or {}).items() if v is not None})
-    target = target or ["--project", str(PROJECT)]
+    command = command or [*svcc_command(), "run", *(target or ["--project", str(PROJECT)])]
     stderr_path = tmp_path / f"svcc-run-{next(_launches)}.stderr"
     with open(stderr_path, "wb") as stderr:
-        process = subprocess.Popen([*svcc_command(), "run", *target], cwd=cwd or tmp_path,
+        process = subprocess.Popen(command, cwd=cwd or tmp_path,
                                    env=full_env, stdout=subprocess.PIPE, stderr=stderr, text=True)
     return process, stderr_path
 
 
 def start(tmp_path: Path, *, db: Path | str | None = None, env: dict[str, str | None] | None = None,
-          target: list[str] | None = None, cwd: Path | None = None) -> TasksServer:
+          target: list[str] | None = None, cwd: Path | None = None,
+          command: list[str] | None = None) -> TasksServer:
     """Starts the task manager and waits for its `listening on` line.
 
     It gets a free port unless `env` sets SVC_PORT (None leaves it unset: the default, 8091).
@@ -139,7 +141,7 @@ def start(tmp_path: Path, *, db: Path | str | None = None, env: dict[str, str | 
     if db is not None:
         settings["SVC_DB"] = str(db)
     settings.update(env or {})
-    process, stderr_path = launch(tmp_path, env=settings, target=target, cwd=cwd)
+    process, stderr_path = launch(tmp_path, env=settings, target=target, cwd=cwd, command=command)
     server = TasksServer(process, int(settings["SVC_PORT"] or 8091), stderr_path)
     threading.Thread(target=_pump, args=(process.stdout, server.lines), daemon=True).start()
     try:
