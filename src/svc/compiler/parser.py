@@ -650,7 +650,7 @@ class Parser:
         return ast.Index(self.span_from(value.span), value, index)
 
     def call(self, func: ast.Expr, type_args: list[ast.TypeExpr]) -> ast.Call:
-        self.advance()  # '('
+        opener = self.advance()  # '('
         args: list[ast.Expr] = []
         keywords: list[ast.Keyword] = []
         while not self.at(")"):
@@ -667,8 +667,18 @@ class Parser:
                 args.append(arg)
             if not self.accept(","):
                 break
-        self.expect(")", "',' or ')' in the argument list")
+        self.close(opener, "',' or ')' in the argument list")
         return ast.Call(self.span_from(func.span), func, args, keywords, type_args)
+
+    def close(self, opener: Token, what: str) -> None:
+        """Expect the bracket closing `opener`; when it is missing on a later line, say which
+        bracket is open (the usual cause of an error far from the typo)."""
+        closer = ")" if opener.kind == "(" else "]"
+        if self.accept(closer):
+            return
+        where = f" to close the '{opener.kind}' on line {opener.line}" \
+            if self.tok.line != opener.line else ""
+        raise self.fail(f"expected {what}{where}, found {self.tok.describe()}")
 
     def atom(self) -> ast.Expr:
         tok = self.tok
@@ -711,7 +721,7 @@ class Parser:
         inner = self.expr()
         if self.at(","):
             raise self.fail("tuples are not supported")
-        self.expect(")", "')'")
+        self.close(start, "')'")
         return inner
 
     def list_literal(self) -> ast.ListLit:
@@ -721,7 +731,7 @@ class Parser:
             elements.append(self.expr())
             if not self.accept(","):
                 break
-        self.expect("]", "',' or ']' in the list")
+        self.close(start, "',' or ']' in the list")
         return ast.ListLit(self.span_from(start), elements)
 
 
