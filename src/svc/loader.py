@@ -16,6 +16,9 @@ import types
 from dataclasses import dataclass
 
 MODULE_NAME = "__svc_program__"
+#: svc calls nest this deep before a "recursion too deep" fault (Python's default is 1,000;
+#: 3.11 runs Python-to-Python calls without growing the C stack, so this is safe).
+RECURSION_LIMIT = 10_000
 
 
 @dataclass
@@ -80,6 +83,7 @@ def load_namespace(program: CompiledProgram) -> dict:
 def run_program(program: CompiledProgram, base_dir: str | None) -> int:
     """Run `main` (on uvloop where available) and return the exit status: 0, or 1 after an
     `Err` from main or a run-time fault (one `error:` line on stderr)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     try:
         namespace = load_namespace(program)
         if base_dir is not None:

@@ -244,6 +244,24 @@ def test_recursion_parse_and_env(run, monkeypatch):
     """) == ["6765", "42", "dflt"]
 
 
+def test_deep_recursion_works_to_thousands_of_calls(run):
+    assert run.output("""
+        def depth(n: i64) -> i64:
+            if n == 0:
+                return 0
+            return 1 + depth(n - 1)
+
+        async def adepth(n: i64) -> i64:
+            if n == 0:
+                return 0
+            return 1 + await adepth(n - 1)
+
+        async def main() -> Result[unit, Error]:
+            print(str(depth(5000)) + " " + str(await adepth(5000)))
+            return ok(())
+    """) == ["5000 5000"]
+
+
 def test_runaway_recursion_is_a_fault(run):
     status, _, err = run("""
         def down(n: i64) -> i64:
