@@ -393,7 +393,7 @@ async def blocked_db(tmp_path):
     holder.execute("BEGIN IMMEDIATE")
     slow = asyncio.ensure_future(db_exec(db, "INSERT INTO t VALUES (-1)"))
     await asyncio.sleep(0)
-    while db._queue.qsize():  # until the thread has taken the job (it then waits for the lock)
+    while db.queued:  # until the thread has taken the job (it then waits for the lock)
         await asyncio.sleep(0.01)
     return db, holder, slow
 
@@ -405,7 +405,7 @@ def test_full_queue_makes_callers_wait_without_blocking_the_loop(tmp_path):
         db, holder, slow = await blocked_db(tmp_path)
         tasks = [asyncio.ensure_future(db_one(Num, db, "SELECT ?1 AS n", i)) for i in range(callers)]
         await asyncio.sleep(0.05)
-        queued, waiting = db._queue.qsize(), len(db._overflow)
+        queued, waiting = db.queued, len(db._overflow)
         ticks = 0
         started = time.monotonic()
         while time.monotonic() - started < 0.5:  # the loop keeps running while the db is stuck
@@ -429,7 +429,7 @@ def test_waiting_caller_gets_busy_at_the_request_deadline(tmp_path):
         db, holder, slow = await blocked_db(tmp_path)
         fillers = [asyncio.ensure_future(db_exec(db, "SELECT 1")) for _ in range(dbmod.QUEUE_SIZE)]
         await asyncio.sleep(0)
-        assert db._queue.qsize() == dbmod.QUEUE_SIZE
+        assert db.queued == dbmod.QUEUE_SIZE
         loop = asyncio.get_running_loop()
 
         async def in_request(deadline):

@@ -74,6 +74,11 @@ class Db:
     def __repr__(self) -> str:
         return f"Db({self.path!r})"
 
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for the thread to take them (at most QUEUE_SIZE)."""
+        return self._queue.qsize()
+
     # --- event-loop side ---------------------------------------------------------------
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
