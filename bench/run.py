@@ -59,8 +59,12 @@ def measure_server(name: str, cases: list[wrk.Case], mode: dict, runs: dict) -> 
     with RunningServer(SPECS[name]) as server:
         for case in cases:
             wrk.run(server.url(""), case, mode["warmup"])
+            cpu_before = server.cpu_seconds()
             result = wrk.run(server.url(""), case, mode["seconds"])
-            runs[name][case.name].append({**result.__dict__, "rss_mib": round(server.rss_mib(), 1)})
+            cpu_us = (server.cpu_seconds() - cpu_before) * 1e6 / max(result.requests, 1)
+            runs[name][case.name].append(
+                {**result.__dict__, "rss_mib": round(server.rss_mib(), 1), "cpu_us": round(cpu_us, 2)}
+            )
             log(f"  {name:12} {case.name:24} {result.requests_per_s:10.0f} req/s"
                 f"  p99 {result.p99_ms:6.2f} ms  errors {result.errors}")
 
@@ -97,6 +101,7 @@ def summarize(runs: dict) -> dict:
                 "rps": statistics.median(rps), "rps_min": min(rps), "rps_max": max(rps),
                 "p50_ms": statistics.median(r["p50_ms"] for r in rounds),
                 "p99_ms": statistics.median(r["p99_ms"] for r in rounds),
+                "cpu_us": statistics.median(r["cpu_us"] for r in rounds),
                 "rss_mib": rounds[-1]["rss_mib"], "errors": sum(r["errors"] for r in rounds),
                 "rounds": len(rounds),
             }

@@ -40,8 +40,8 @@ def fmt_ratio(value: float | None) -> str:
 def throughput_table(results: dict) -> list[str]:
     summary = results["summary"]
     lines = [
-        "| Case | Server | req/s (median) | min–max | p50 ms | p99 ms | RSS MiB | vs Node | vs bare uvloop | errors |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| Case | Server | req/s (median) | min–max | p50 ms | p99 ms | CPU µs/req | RSS MiB | vs Node | vs bare uvloop | errors |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for case in results["cases"]:
         measured = [s for s in results["servers"] if case in summary.get(s, {})]
@@ -49,7 +49,7 @@ def throughput_table(results: dict) -> list[str]:
             s = summary[server][case]
             lines.append(
                 f"| {case} | {server} | {s['rps']:,.0f} | {s['rps_min']:,.0f}–{s['rps_max']:,.0f} "
-                f"| {s['p50_ms']:.2f} | {s['p99_ms']:.2f} | {s['rss_mib']:.0f} "
+                f"| {s['p50_ms']:.2f} | {s['p99_ms']:.2f} | {s['cpu_us']:.1f} | {s['rss_mib']:.0f} "
                 f"| {fmt_ratio(ratio(summary, server, 'node', case))} "
                 f"| {fmt_ratio(ratio(summary, server, 'bare-uvloop', case))} | {s['errors']} |"
             )
@@ -163,7 +163,8 @@ def render(results: dict) -> str:
         f"{settings['rounds']} round(s); in each round the servers and each server's cases run in a "
         "shuffled order and each server is started fresh. Reported: the median requests/s and the "
         "min–max across rounds, the median p50/p99 latency, the server's RSS (VmRSS of the server "
-        "process) at the end of the case's last round, and ratios of medians. Before any load, each "
+        "process) at the end of the case's last round, the server's CPU time (user + kernel, all its "
+        "threads, from /proc) per request, and ratios of medians. Before any load, each "
         "server (except the fixed-response ceiling) passes `bench/conformance.py`: same JSON, status "
         "codes and strictness as `examples/workload/workload.svc`. Databases are SQLite `:memory:` "
         "with the same 1,000 seeded rows. "

@@ -20,6 +20,7 @@ WORK = BENCH / ".work"
 LOGS = WORK / "logs"
 SERVER_CPU = "0"
 CLIENT_CPU = "1"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,11 @@ class RunningServer:
 
     def rss_mib(self) -> float:
         return proc_rss_kib(self.pid) / 1024
+
+    def cpu_seconds(self) -> float:
+        """User plus kernel CPU seconds used so far by all the server's threads."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
     def fd_count(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
