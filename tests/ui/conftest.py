@@ -27,7 +27,8 @@ DESKTOP = {"width": 1280, "height": 800}
 def browser():
     if not shutil.which(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (make test installs it)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+    expect.set_options(timeout=10_000)  # the machine is shared; be patient, not flaky
     with sync_playwright() as playwright:
         # launch() gives every browser a fresh temporary user-data dir.
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
