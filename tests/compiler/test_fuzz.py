@@ -16,10 +16,13 @@ import pytest
 
 from svc.compiler.diagnostics import render
 from svc.compiler.driver import compile_program
+from svc.compiler.lexer import tokenize
+from svc.compiler.source import SourceFile
 
 CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
 SEED = int(os.environ.get("SVC_FUZZ_SEED", "20261122"))
+LAYOUT = ("newline", "indent", "dedent", "eof")
 SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"\\", b"\\u{",
             b"@get(", b"->", b"?", b"=", b"+=", b"match x:\n", b"case ", b"try ", b"await ",
             b"let ", b"def ", b"class ", b"import \"", b"None", b"9223372036854775808",
@@ -33,13 +36,46 @@ def seeds() -> list[bytes]:
     return [f.read_bytes() for f in files if f.stat().st_size < 200_000]
 
 
+def token_edit(rng: random.Random, data: bytes) -> bytes:
+    """Delete, duplicate or swap whole tokens, found with the lexer itself."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    source = SourceFile("fuzz.svc", text)
+    tokens = [t for t in tokenize(source)[0] if t.kind not in LAYOUT]
+    if len(tokens) < 2:
+        return data
+    lines = source.lines
+    a, b = sorted(rng.sample(tokens, 2), key=lambda t: (t.line, t.col))
+    if a.line != b.line:
+        b = a  # swaps across lines are done by the line-level edits
+    line = lines[a.line - 1]
+    piece_a = line[a.col - 1:a.end_col - 1]
+    piece_b = line[b.col - 1:b.end_col - 1]
+    choice = rng.randrange(3)
+    if choice == 0:
+        line = line[:a.col - 1] + line[a.end_col - 1:]
+    elif choice == 1:
+        line = line[:a.end_col - 1] + " " + piece_a + line[a.end_col - 1:]
+    elif b is not a:
+        line = (line[:a.col - 1] + piece_b + line[a.end_col - 1:b.col - 1] + piece_a
+                + line[b.end_col - 1:])
+    lines = list(lines)
+    lines[a.line - 1] = line
+    return "\n".join(lines).encode("utf-8")
+
+
 def mutate(rng: random.Random, data: bytes) -> bytes:
-    """One to four random edits: token-ish deletes, duplicates and swaps, inserted bytes and
-    snippets, truncation, and indentation changes."""
+    """One to four random edits: token deletes, duplicates and swaps, byte-range edits,
+    inserted bytes and snippets, truncation, and indentation changes."""
     for _ in range(rng.randint(1, 4)):
         if not data:
             data = rng.choice(SNIPPETS)
-        op = rng.randrange(8)
+        op = rng.randrange(10)
+        if op >= 8:
+            data = token_edit(rng, data)
+            continue
         i = rng.randrange(len(data))
         j = min(len(data), i + rng.randint(1, 12))
         if op == 0:

@@ -28,17 +28,22 @@ STATEMENT_KEYWORDS = frozenset(
     "from".split()
 ) | {"@"}
 
+#: What a word lexes as when it is not a plain name.
+_WORD_KINDS = {**{word: word for word in KEYWORDS}, **ALIASES}
 I64_MAX = 2**63 - 1
 
 _MASTER = re.compile(
     r"""
-    (?P<ws>[ \t]+)
-  | (?P<comment>\#.*)
+    [ \t]*
+    (?:
+    (?P<comment>\#.*)
   | (?P<number>[0-9][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]*)?)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<str>"[^"\\]*"|'[^'\\]*')
   | (?P<strslow>["'])
   | (?P<op>->|\+=|-=|\*=|==|!=|<=|>=|[-+*/%<>=()\[\],:.@?])
+  | (?P<end>\Z)
+    )
     """,
     re.VERBOSE,
 )
@@ -191,25 +196,26 @@ class _Lexer:
                 continue
             kind = m.lastgroup
             stop = m.end()
+            pos = m.start(kind)
             if kind == "name":
-                word = m.group()
-                word = ALIASES.get(word, word)
-                append(Token(word if word in KEYWORDS else "name", word, file, number, pos + 1,
+                word = m.group(kind)
+                keyword = _WORD_KINDS.get(word)
+                append(Token(keyword or "name", keyword or word, file, number, pos + 1,
                              stop + 1))
             elif kind == "op":
-                op = m.group()
+                op = m.group(kind)
                 append(Token(op, op, file, number, pos + 1, stop + 1))
                 if op in "([":
                     self.brackets.append(self.tokens[-1])
                 elif op in ")]":
                     self.close(op)
             elif kind == "number":
-                self.number(m.group(), number, pos)
+                self.number(m.group(kind), number, pos)
             elif kind == "str":
-                self.add("str", m.group()[1:-1], number, pos + 1, stop + 1)
+                self.add("str", m.group(kind)[1:-1], number, pos + 1, stop + 1)
             elif kind == "strslow":
                 stop = self.string(number, text, pos)
-            elif kind == "comment":
+            elif kind == "comment" or kind == "end":
                 break
             pos = stop
 
@@ -224,6 +230,8 @@ class _Lexer:
 
     def bad_chars(self, number: int, text: str, pos: int) -> int:
         """Report a run of characters that start no token once; returns the index after it."""
+        while text[pos] in " \t":
+            pos += 1  # the master pattern skips blanks before a token; the bad one is after them
         char = text[pos]
         shown = char if char.isprintable() else f"U+{ord(char):04X}"
         end = pos + 1
