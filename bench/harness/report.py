@@ -33,6 +33,14 @@ def ratio(summary: dict, server: str, peer: str, case: str) -> float | None:
         return None
 
 
+def cpu_ratio(summary: dict, server: str, peer: str, case: str) -> float | None:
+    """How many times less CPU per request `server` needs than `peer` (higher is better)."""
+    try:
+        return summary[peer][case]["cpu_us"] / summary[server][case]["cpu_us"]
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
 def fmt_ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
 
@@ -65,14 +73,21 @@ def capacity_row(endurance: dict | None) -> tuple[str, str]:
 
 
 def targets_table(results: dict) -> list[str]:
-    lines = ["| Target | Measured | Result |", "|---|---:|---|"]
+    lines = [
+        "Measured is the ratio of median requests/s; the last column, for reference, is the ratio of "
+        "CPU time per request (peer ÷ svc), which the other load on a shared machine disturbs less.",
+        "",
+        "| Target | Measured | Result | by CPU µs/req |",
+        "|---|---:|---|---:|",
+    ]
     for case, peer, minimum in TARGETS:
         value = ratio(results["summary"], "svc", peer, case)
         label = f"svc {case} ≥ {minimum:.1f}× {peer}" if minimum != 0.9 else f"svc {case} ≥ 90% of {peer}"
         verdict = "not measured" if value is None else ("met" if value >= minimum else "missed")
-        lines.append(f"| {label} | {fmt_ratio(value)} | {verdict} |")
+        by_cpu = fmt_ratio(cpu_ratio(results["summary"], "svc", peer, case))
+        lines.append(f"| {label} | {fmt_ratio(value)} | {verdict} | {by_cpu} |")
     measured, verdict = capacity_row(results["endurance"])
-    lines.append(f"| 10,000 connections answered, RSS < {RSS_LIMIT_MIB} MiB | {measured} | {verdict} |")
+    lines.append(f"| 10,000 connections answered, RSS < {RSS_LIMIT_MIB} MiB | {measured} | {verdict} | |")
     return lines
 
 
