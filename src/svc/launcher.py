@@ -39,8 +39,25 @@ def payload_path() -> str:
     return os.path.join(base, PAYLOAD_NAME)
 
 
+def receive_signals_once() -> None:
+    """Take this process out of the terminal's process group, on POSIX.
+
+    A onefile executable is two processes: the bootloader, which unpacks and waits, and this
+    one, which runs the program. The bootloader forwards every signal it gets to us, so a
+    Ctrl+C in a terminal, which goes to the whole foreground process group, would arrive twice;
+    the second could land after the server's graceful shutdown has begun and cut it short.
+    In our own group we get the Ctrl+C once, through the bootloader, exactly as `kill PID`.
+    """
+    if getattr(sys, "frozen", False) and hasattr(os, "setpgid"):
+        try:
+            os.setpgid(0, 0)
+        except OSError:  # already a group or session leader: nothing to leave
+            pass
+
+
 def main() -> int:
     """Load the embedded program and serve it like `svcc run`; the exit status is its own."""
+    receive_signals_once()
     try:
         with open(payload_path(), "rb") as f:
             modules = decode_program(f.read())

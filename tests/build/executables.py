@@ -110,10 +110,14 @@ class Running:
         status, _, data = self.request(method, path, body)
         return status, json.loads(data)
 
-    def stop(self, signum: int = signal.SIGTERM) -> int:
-        """Send `signum` (SIGINT is what Ctrl+C sends), wait, and return the exit status."""
+    def stop(self, signum: int = signal.SIGTERM, *, group: bool = False) -> int:
+        """Send `signum`, wait, and return the exit status. With `group`, the signal goes to
+        the whole process group, as a terminal sends Ctrl+C (SIGINT)."""
         if self.process.poll() is None:
-            self.process.send_signal(signum)
+            if group:
+                os.killpg(self.process.pid, signum)
+            else:
+                self.process.send_signal(signum)
         try:
             return self.process.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:
@@ -132,12 +136,13 @@ def _drain(stream, sink: list[str], ready: "queue.Queue[str] | None") -> None:
 
 
 def start(executable: Path, cwd: Path, tmpdir: Path, **extra_env: str) -> Running:
-    """Start a built server under `env -i` in `cwd` on a free port; returns once listening."""
+    """Start a built server under `env -i` in `cwd` on a free port; returns once listening.
+    It leads a process group of its own, as a command started from a terminal does."""
     port = free_port()
     env = scrubbed_env(tmpdir, SVC_PORT=str(port), **extra_env)
     process = subprocess.Popen(env_i_command(executable, env), cwd=cwd, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL, start_new_session=True)
     running = Running(process, port)
     ready: "queue.Queue[str]" = queue.Queue()
     threading.Thread(target=_drain, args=(process.stdout, running.stdout, ready),

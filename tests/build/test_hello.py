@@ -37,8 +37,12 @@ def test_build_reports_each_stage_then_path_and_size(hello):
     assert result.stderr == ""
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_serves_alone_and_stops_cleanly(hello, tmp_path, signum):
+STOPS = {"sigterm": (signal.SIGTERM, False), "sigint": (signal.SIGINT, False),
+         "ctrl-c": (signal.SIGINT, True)}  # Ctrl+C: SIGINT to the whole process group
+
+
+@pytest.mark.parametrize("stop", STOPS)
+def test_serves_alone_and_stops_cleanly(hello, tmp_path, stop):
     executable, _ = hello
     folder, tmpdir = tmp_path / "elsewhere", tmp_path / "tmp"
     tmpdir.mkdir()
@@ -54,7 +58,8 @@ def test_serves_alone_and_stops_cleanly(hello, tmp_path, signum):
         assert server.json("POST", "/echo", greeting) == (200, greeting)
         assert server.request("GET", "/health")[::2] == (200, b"ok")
     finally:
-        status = server.stop(signum)
+        signum, group = STOPS[stop]
+        status = server.stop(signum, group=group)
     assert status == 0, "".join(server.stderr)
     assert unpack_folders(tmpdir) == []
     assert [p.name for p in folder.iterdir()] == ["hello"]  # ":memory:" leaves no file
