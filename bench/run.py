@@ -129,6 +129,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--endurance-server", default="svc", help="server for capacity and endurance ('none' skips)")
     parser.add_argument("--out", help="default: bench/RESULTS.md, or bench/.work/RESULTS-quick.md in quick mode")
     parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite the report from bench/.work/results.json without measuring")
     return parser.parse_args()
 
 
@@ -136,7 +138,12 @@ def main() -> int:
     args = parse_args()
     mode = QUICK if args.quick else FULL
     out = Path(args.out or (WORK / "RESULTS-quick.md" if args.quick else Path(__file__).resolve().parent / "RESULTS.md"))
+    if args.render_only:
+        out.write_text(report.render(json.loads((WORK / "results.json").read_text())))
+        log(f"wrote {out}")
+        return 0
     started = datetime.now(timezone.utc)
+    load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     names, excluded = conforming([n.strip() for n in args.servers.split(",") if n.strip()])
     incidents: list[str] = []
     runs = measure(names, wrk.CASES, mode, args.seed, incidents)
@@ -154,6 +161,7 @@ def main() -> int:
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
         "cases": [c.name for c in wrk.CASES], "runs": runs, "summary": summarize(runs),
         "endurance": endurance_results, "incidents": incidents,
+        "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
     (WORK / "results.json").write_text(json.dumps(results, indent=1))

@@ -159,6 +159,13 @@ def close_text(stats: dict) -> str:
             f"(median {stats['median_s']} s)")
 
 
+def load_lines(load: list | None) -> list[str]:
+    if not load:
+        return []
+    return [f"- **Load average** (1, 5, 15 min) at the start: {', '.join(load[0])}; at the end: "
+            f"{', '.join(load[1])} (the benchmark itself keeps about 2 busy)."]
+
+
 def render(results: dict) -> str:
     settings = results["settings"]
     lines = [
@@ -170,6 +177,7 @@ def render(results: dict) -> str:
         "## Machine and versions",
         "",
         *[f"- **{label}**: {text}" for label, text in describe().items()],
+        *load_lines(results.get("load")),
         "",
         "## Method",
         "",
