@@ -38,6 +38,13 @@ def memory() -> str:
     return "unknown"
 
 
+def dirty() -> str:
+    """Whether the measured svc differs from its commit (other work in progress in the tree)."""
+    done = subprocess.run(["git", "status", "--porcelain", "src", "examples/workload"],
+                          capture_output=True, text=True, cwd=ROOT)
+    return " with uncommitted changes under src/" if done.stdout.strip() else ""
+
+
 def describe() -> dict:
     """Machine and versions as label → text, in the order the report lists them."""
     node_sqlite = WORK / "node/node_modules/better-sqlite3/package.json"
@@ -45,7 +52,7 @@ def describe() -> dict:
         "CPU": f"{cpu_model()}, {first_line(['nproc'])} online CPUs (servers on CPU 0, clients on CPU 1)",
         "Memory": memory(),
         "OS": f"{platform.system()} {platform.release()}, {first_line(['sh', '-c', '. /etc/os-release; echo $PRETTY_NAME'])}",
-        "svc": f"commit {first_line(['git', 'rev-parse', '--short', 'HEAD'])}; Python "
+        "svc": f"commit {first_line(['git', 'rev-parse', '--short', 'HEAD'])}{dirty()}; Python "
         + python_packages(ROOT / ".venv/bin/python", ["uvloop", "httptools", "msgspec"]),
         "bare uvloop": "same interpreter and packages as svc",
         "Node": first_line(["node", "--version"]) + ", better-sqlite3 "
