@@ -31,6 +31,8 @@ def render(diagnostic: Diagnostic, source: SourceFile | None) -> str:
     text = source.line_text(span.line) if source else ""
     if text or source is not None:
         width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1
-        caret = " " * (span.col - 1) + "^" * max(1, width)
+        # Keep tabs before the caret, so it lines up under the source however tabs display.
+        pad = "".join("\t" if c == "\t" else " " for c in text[:span.col - 1])
+        caret = pad.ljust(span.col - 1) + "^" * max(1, width)
         lines += [f"{gutter} |", f"{span.line} | {text}", f"{gutter} | {caret}"]
     return "\n".join(lines)

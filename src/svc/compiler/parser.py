@@ -231,6 +231,8 @@ class Parser:
                             "top level")
         if self.at("indent"):
             raise self.fail("unexpected indentation")
+        if self.at("pass"):
+            raise self.fail("a class needs fields 'name: Type', not 'pass'")
         name = self.expect("name", "a field 'name: Type'")
         self.expect(":", f"':' and a type after field '{name.value}'")
         annotation = self.type_expr()
