@@ -141,3 +141,14 @@ def test_project_config_errors(tmp_path: Path, toml: str, expected: tuple) -> No
     assert len(found) == 1, found
     line, col, message = found[0]
     assert (line, col) == expected[:2] and expected[2] in message, found
+
+
+def test_a_10000_line_program_checks(in_tmp: Path) -> None:
+    """The speed benchmark's program is valid (the timing itself is measured by hand)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from large_program import generate
+    (in_tmp / "big.svc").write_text(generate(10_000))
+    program, diagnostics, sources = compile_program(file="big.svc")
+    assert diagnostics == []
+    assert sources["big.svc"].lines.__len__() >= 10_000
