@@ -28,18 +28,24 @@ class EchoSession:
     """One WebSocket connection after (or during) its opening handshake."""
 
     def __init__(self) -> None:
-        self.protocol = ServerProtocol(max_size=MESSAGE_LIMIT, logger=_logger)
+        self.protocol: ServerProtocol | None = None
+        self._handshake_bytes: list[bytes] = []
         self._opcode: Opcode | None = None
         self._fragments: list[bytes] = []
 
     def handshake(self, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str]:
         """Check the upgrade request: (101, "") when accepted, else (status, reason)."""
+        # The request is already parsed: a CONNECTING protocol object only checks it and
+        # writes the 101; a second one, created OPEN, then does the framing.
+        checker = ServerProtocol(logger=_logger)
         request = WsRequest(path, Headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers))
-        response = self.protocol.accept(request)
+        response = checker.accept(request)
         if response.status_code != 101:
-            reason = str(self.protocol.handshake_exc or "invalid WebSocket handshake")
+            reason = str(checker.handshake_exc or "invalid WebSocket handshake")
             return response.status_code, reason
-        self.protocol.send_response(response)
+        checker.send_response(response)
+        self._handshake_bytes = checker.data_to_send()
+        self.protocol = ServerProtocol(state=State.OPEN, max_size=MESSAGE_LIMIT, logger=_logger)
         return 101, ""
 
     def receive(self, data: bytes) -> tuple[list[bytes], bool]:
@@ -63,7 +69,8 @@ class EchoSession:
 
     def outgoing(self) -> tuple[list[bytes], bool]:
         """Pending bytes; an empty chunk from websockets means "close the connection"."""
-        chunks = self.protocol.data_to_send()
+        chunks = self._handshake_bytes + self.protocol.data_to_send()
+        self._handshake_bytes = []
         done = self.protocol.close_expected() or self.protocol.state is State.CLOSED
         return [c for c in chunks if c], done or b"" in chunks
 
