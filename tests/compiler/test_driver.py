@@ -151,4 +151,4 @@ def test_a_10000_line_program_checks(in_tmp: Path) -> None:
     (in_tmp / "big.svc").write_text(generate(10_000))
     program, diagnostics, sources = compile_program(file="big.svc")
     assert diagnostics == []
-    assert sources["big.svc"].lines.__len__() >= 10_000
+    assert len(sources["big.svc"].lines) >= 10_000
