@@ -480,6 +480,22 @@ def test_cancelled_callers_do_not_lose_room_and_accepted_jobs_still_run(tmp_path
     assert overflow == 0
 
 
+def test_a_view_argument_is_copied_when_the_job_is_queued(tmp_path):
+    """A request body view may be reused once the handler is gone; a queued job must not see it."""
+    async def main():
+        db, holder, slow = await blocked_db(tmp_path)
+        buffer = bytearray(b"original")
+        task = asyncio.ensure_future(db_exec(db, "INSERT INTO t VALUES (?)", memoryview(buffer)))
+        await asyncio.sleep(0)
+        buffer[:] = b"reused!!"
+        holder.execute("COMMIT")
+        holder.close()
+        await asyncio.gather(slow, task)
+        return await db_one(one_field("bytes"), db, "SELECT n AS v FROM t WHERE n != -1")
+
+    assert run(main()).v == b"original"
+
+
 def test_results_come_back_in_batches(tmp_path):
     """65 jobs stuck behind one slow job reach the loop in a couple of wake-ups, not 65."""
     wakeups = []
