@@ -211,9 +211,11 @@ class Parser:
             raise self.fail("classes have no base classes: write 'class Name:'")
         self.expect(":", "':' after the class name")
         fields: list[ast.Field] = []
+        span = Span(self.file, start.line, start.col, name.line, name.end_col)
         if self.accept("newline"):
             if not self.accept("indent"):
-                raise self.fail("expected an indented block of fields 'name: Type'")
+                self.report("expected an indented block of fields 'name: Type'", self.tok.span)
+                return ast.ClassDef(span, name.value, name.span, fields)
             while not self.at("dedent") and not self.at("eof"):
                 try:
                     fields.append(self.field())
@@ -222,8 +224,7 @@ class Parser:
             self.accept("dedent")
         else:
             fields.append(self.field())
-        return ast.ClassDef(Span(self.file, start.line, start.col, name.line, name.end_col),
-                            name.value, name.span, fields)
+        return ast.ClassDef(span, name.value, name.span, fields)
 
     def field(self) -> ast.Field:
         if self.tok.kind in ("def", "async", "@"):
