@@ -1,0 +1,150 @@
+"""HTTP.md "Listening": startup errors, graceful shutdown, the bind address, 10,000 connections."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Client, request, start_server
+
+CONNECTIONS = 10_000
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "abc", "1.5", ""])
+def test_bad_wait_variable_is_a_startup_error(tmp_path, value):
+    srv = start_server(tmp_path, {"SVC_HTTP_REQUEST_WAIT_SECONDS": value}, expect_listening=False)
+    assert srv.proc.wait(10) == 1
+    lines = srv.log_path.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: SVC_HTTP_REQUEST_WAIT_SECONDS must be a positive integer")
+    assert srv.proc.stdout.read() == ""
+
+
+def test_port_in_use_is_a_one_line_error(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        srv = start_server(tmp_path, port=port, expect_listening=False)
+        assert srv.proc.wait(10) == 1
+    assert srv.log_path.read_text() == f"error: port {port} is already in use\n"
+
+
+def test_binds_loopback_only(server):
+    assert request(server.port, "GET", "/health").status == 200
+    with pytest.raises(OSError):  # a wildcard bind would accept this other loopback address
+        socket.create_connection(("127.0.0.2", server.port), timeout=2).close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_graceful_shutdown_finishes_requests_in_flight(tmp_path, sig):
+    srv = start_server(tmp_path)
+    idle = Client(srv.port)
+    result = {}
+
+    def in_flight():
+        result["resp"] = request(srv.port, "GET", "/slow?ms=800")
+
+    thread = threading.Thread(target=in_flight)
+    thread.start()
+    time.sleep(0.3)
+    srv.proc.send_signal(sig)
+    thread.join(10)
+    assert result["resp"].json() == {"slept": 800}
+    assert result["resp"].headers["connection"] == "close"
+    assert idle.closed_by_peer(3)  # idle keep-alive connections are closed at once
+    assert srv.proc.wait(10) == 0
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+    assert "Traceback" not in srv.log_path.read_text()
+
+
+def test_shutdown_does_not_wait_past_the_processing_limit(tmp_path):
+    srv = start_server(tmp_path)
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(r=request(srv.port, "GET", "/slow?ms=10000")))
+    thread.start()
+    time.sleep(0.3)
+    start = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(10) == 0
+    thread.join(10)
+    assert time.monotonic() - start < 4
+    assert result["r"].status == 504
+
+
+def test_websocket_session_is_closed_at_shutdown(tmp_path):
+    from test_websocket import open_ws, read_frame
+    srv = start_server(tmp_path)
+    with open_ws(srv.port) as client:
+        srv.proc.send_signal(signal.SIGTERM)
+        frame = read_frame(client)
+        assert frame.opcode == 8 and frame.close_code == 1001
+    assert srv.proc.wait(10) == 0
+
+
+def test_idle_memory_is_small(server):
+    assert _rss_mib(server.proc.pid) < 40
+
+
+async def _hold_and_query(port: int, count: int) -> list[bytes]:
+    streams = []
+    for start in range(0, count, 500):  # connect in waves the accept backlog can take
+        batch = [asyncio.open_connection("127.0.0.1", port) for _ in range(min(500, count - start))]
+        streams.extend(await asyncio.gather(*batch))
+    # every connection is open at this point; now each asks and is answered
+    for _reader, writer in streams:
+        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    async def answer(reader):
+        head = await reader.readuntil(b"\r\n\r\n")
+        return head.split(b"\r\n", 1)[0] + await reader.readexactly(2)
+
+    answers = await asyncio.gather(*(answer(reader) for reader, _ in streams))
+    for _reader, writer in streams:
+        writer.close()
+    return answers
+
+
+def test_ten_thousand_concurrent_connections(tmp_path):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < CONNECTIONS + 100:
+        pytest.fail(f"the open-file hard limit ({hard}) is below {CONNECTIONS + 100}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    srv = start_server(tmp_path, {"SVC_HTTP_REQUEST_WAIT_SECONDS": "60", "SVC_LOG": "quiet"})
+    try:
+        started = time.monotonic()
+        loop = asyncio.new_event_loop()
+        try:
+            peak = {}
+
+            async def run():
+                answers_task = asyncio.ensure_future(_hold_and_query(srv.port, CONNECTIONS))
+                while not answers_task.done():
+                    peak["rss"] = max(peak.get("rss", 0), _rss_mib(srv.proc.pid))
+                    await asyncio.sleep(0.2)
+                return answers_task.result()
+
+            answers = loop.run_until_complete(run())
+        finally:
+            loop.close()
+        assert answers == [b"HTTP/1.1 200 OKok"] * CONNECTIONS
+        assert time.monotonic() - started < 45
+        assert peak["rss"] < 300
+        assert request(srv.port, "GET", "/health").status == 200
+    finally:
+        assert srv.stop() == 0
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
