@@ -1,10 +1,11 @@
 """Profiles the svc server under each load case with py-spy; writes bench/.work/profile/.
 
 For each case: a fresh svc server pinned to CPU 0, wrk on CPU 1, and py-spy sampling the
-server (non-blocking, so the server is not paused; only the thread holding the GIL, which
-is what uses the one CPU) while the load runs. Alongside the Python
-stacks it records the server's user and kernel CPU seconds from /proc/<pid>/stat, because
-py-spy does not see kernel time, which is most of a small request's cost.
+server while the load runs. py-spy samples only the thread holding the GIL (what uses the one
+CPU) and pauses the process for each sample: slower, but non-blocking sampling misattributes
+lines. A syscall made while holding the GIL (uvloop's send in `transport.write`) shows as
+its caller's own time; the read happens in libuv with the GIL released and is not sampled.
+So it also records the server's user and kernel CPU seconds from /proc/<pid>/stat.
 
 Writes <case>.txt (collapsed stacks, for flame graph tools) and summary.md (per case: CPU
 split and the functions with the most samples, self and inclusive).
@@ -70,7 +71,7 @@ def profile_case(case: wrk.Case, seconds: int) -> str:
         load = threading.Thread(target=lambda: outcome.update(r=wrk.run(server.url(""), case, seconds)))
         load.start()
         subprocess.run(
-            client_command(str(PY_SPY), "record", "--nonblocking", "--gil", "--format", "raw", "-r", "200",
+            client_command(str(PY_SPY), "record", "--gil", "--format", "raw", "-r", "200",
                            "-d", str(seconds - 1), "-o", str(target), "--pid", str(server.pid)),
             check=True, capture_output=True, timeout=seconds + 30,
         )
