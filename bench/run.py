@@ -86,6 +86,7 @@ def measure(names: list[str], cases: list[wrk.Case], mode: dict, seed: int, inci
             except (RuntimeError, OSError, subprocess.SubprocessError) as failure:
                 incidents.append(f"round {round_no}, {name}: {failure}")
                 log(f"  {name}: INCIDENT: {failure}")
+            (WORK / "runs-partial.json").write_text(json.dumps(runs))  # for a look while it runs
     return runs
 
 
