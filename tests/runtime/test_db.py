@@ -135,6 +135,36 @@ def test_relative_path_resolves_against_project_folder(tmp_path, monkeypatch):
     assert not (tmp_path / "data").exists()
 
 
+def test_one_handle_per_file_but_every_memory_database_is_new(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    async def main():
+        first, second = await asyncio.gather(db_open("same.db"), db_open("same.db"))
+        again = await db_open(str(tmp_path / "sub" / ".." / "same.db"))
+        m1, m2 = await db_open(":memory:"), await db_open(":memory:")
+        await db_exec(m1, "CREATE TABLE only_in_m1 (n INTEGER)")
+        in_m2 = await db_exec(m2, "SELECT * FROM only_in_m1")
+        close_all()
+        reopened = await db_open("same.db")
+        return first, second, again, m1, m2, in_m2, reopened
+
+    first, second, again, m1, m2, in_m2, reopened = run(main())
+    assert first is second is again
+    assert m1 is not m2
+    assert isinstance(in_m2, SvcError) and "no such table" in in_m2.message
+    assert reopened is not first and isinstance(reopened, dbmod.Db)
+
+
+def test_a_failed_open_is_not_remembered(tmp_path):
+    async def main():
+        failed = await db_open(str(tmp_path / "later" / "x.db"))
+        (tmp_path / "later").mkdir()
+        return failed, await db_open(str(tmp_path / "later" / "x.db"))
+
+    failed, opened = run(main())
+    assert isinstance(failed, SvcError) and isinstance(opened, dbmod.Db)
+
+
 @pytest.mark.parametrize("bad", ["no/such/dir/x.db", "", "dir", "garbage.db"])
 def test_unopenable_path_is_a_database_error(tmp_path, bad):
     (tmp_path / "dir").mkdir()

@@ -45,7 +45,8 @@ QUEUE_SIZE = 64
 BUSY_TIMEOUT_SECONDS = 2.0
 
 _base_directory: str | None = None
-_open_dbs: set[Db] = set()
+_open_dbs: set[Db] = set()  # every Db whose thread runs: close_all stops them
+_files: dict = {}  # file path → its open Db, or the task opening it
 
 # Job operations (what the thread does with the cursor).
 _EXEC, _ALL, _ONE = "exec", "all", "one"
@@ -224,24 +225,49 @@ def set_base_directory(path: str | None) -> None:
 
 
 def resolve_path(path: str) -> str:
-    """`:memory:` stays as is; a relative path joins the base directory (or the cwd)."""
-    if path == ":memory:" or os.path.isabs(path):
+    """`:memory:` stays; a relative path joins the base directory (or the cwd); normalised."""
+    if path == ":memory:":
         return path
-    return os.path.join(_base_directory or os.getcwd(), path)
+    return os.path.abspath(os.path.join(_base_directory or os.getcwd(), path))
 
 
 async def db_open(path: str) -> Db | SvcError:
-    """Open (creating if needed) a database file, or `:memory:`; start its thread."""
+    """Open (creating if needed) a database file, or `:memory:`; start its thread.
+
+    A file that is already open gets the same handle (one thread and connection per file,
+    so opening a database per request cannot pile up threads); every `:memory:` is new.
+    """
     if not isinstance(path, str) or not path or "\0" in path:
         return SvcError("database", f"cannot open database {path!r}: not a valid path")
     full = resolve_path(path)
+    if full == ":memory:":
+        return await _start(full)
+    entry = _files.get(full)
+    if isinstance(entry, Db):
+        return entry
+    if entry is None:  # not open, nor being opened by another caller
+        entry = _files[full] = asyncio.ensure_future(_start(full))
+    result = await asyncio.shield(entry)
+    if _files.get(full) is entry:
+        if isinstance(result, Db):
+            _files[full] = result
+        else:
+            del _files[full]
+    return result
+
+
+async def _start(path: str) -> Db | SvcError:
+    """Start a Db's thread and wait for it to report whether the connection opened."""
     loop = asyncio.get_running_loop()
     opened = loop.create_future()
-    db = Db(full)
+    db = Db(path)
     db._thread = threading.Thread(
-        target=_thread_main, args=(db, loop, opened), name=f"svc-db {full}", daemon=True)
-    _open_dbs.add(db)  # even if this caller is cancelled, close_all will stop the thread
-    db._thread.start()
+        target=_thread_main, args=(db, loop, opened), name=f"svc-db {path}", daemon=True)
+    try:
+        db._thread.start()
+    except RuntimeError as exc:  # no more threads
+        return SvcError("database", f"cannot open database {path!r}: {exc}")
+    _open_dbs.add(db)  # even if the caller is cancelled, close_all will stop the thread
     error = await opened
     if error is not None:
         _open_dbs.discard(db)
@@ -298,6 +324,7 @@ def close_all() -> None:
     """
     dbs = list(_open_dbs)
     _open_dbs.clear()
+    _files.clear()
     for db in dbs:
         db._begin_close()
     for db in dbs:
