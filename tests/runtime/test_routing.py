@@ -1,0 +1,84 @@
+"""Route matching and typed parameter binding, without sockets."""
+
+from __future__ import annotations
+
+import pytest
+
+from svc.runtime.routing import BindError, Param, Route, Router, is_json_media_type, parse_query
+
+
+async def _h(*args):
+    return args
+
+
+def _router():
+    return Router([
+        Route("GET", "/t/new", _h),
+        Route("GET", "/t/{id}", _h, (Param("id", "path", "i64"),)),
+        Route("DELETE", "/t/{id}", _h, (Param("id", "path", "i64"),), "unit"),
+        Route("GET", "/t/{id}/notes/{n}", _h, (Param("n", "path", "i32"), Param("id", "path", "i64"))),
+        Route("GET", "/a/{x}/c", _h, (Param("x", "path", "str"),)),
+        Route("GET", "/a/b/{y}", _h, (Param("y", "path", "str"),)),
+    ])
+
+
+def test_static_beats_capture():
+    entry, captures = _router().lookup("/t/new")
+    assert captures == () and entry.find("GET").route.path == "/t/new"
+
+
+def test_capture_and_methods():
+    entry, captures = _router().lookup("/t/42")
+    assert captures == (b"42",)
+    assert entry.find("DELETE").route.result == "unit"
+    assert entry.find("HEAD") is entry.find("GET")
+    assert entry.find("POST") is None
+    assert entry.allow == b"Allow: DELETE, GET, HEAD\r\n"
+
+
+def test_capture_binding_in_param_order():
+    entry, captures = _router().lookup("/t/7/notes/3")
+    assert entry.find("GET").bind(captures, b"", b"", None, None) == [3, 7]
+
+
+def test_more_static_segments_first():
+    entry, captures = _router().lookup("/a/b/c")
+    assert entry.find("GET").route.path == "/a/b/{y}" and captures == (b"c",)
+
+
+@pytest.mark.parametrize("path", ["/t", "/t/", "/t/1/", "/t//notes/1", "/nope", "/t/1/notes"])
+def test_no_match(path):
+    assert _router().lookup(path) is None
+
+
+def test_query_parsing():
+    assert parse_query(b"a=1&b=x%20y+z&a=2&&c") == {b"a": b"1", b"b": b"x y z", b"c": b""}
+
+
+@pytest.mark.parametrize("kind, raw, value", [
+    ("i64", b"-9223372036854775808", -(2**63)), ("i32", b"%2B12", 12), ("f64", b"-1.5e3", -1500.0),
+    ("f64", b"3", 3.0), ("bool", b"true", True), ("str", b"caf\xc3\xa9", "café"),
+])
+def test_conversions(kind, raw, value):
+    route = Router([Route("GET", "/q", _h, (Param("v", "query", kind),))]).lookup("/q")[0].find("GET")
+    assert route.bind((), b"v=" + raw, b"", None, None) == [value]
+
+
+@pytest.mark.parametrize("kind, raw", [
+    ("i64", b"9223372036854775808"), ("i64", b"1_000"), ("i64", b" 1"), ("i64", b"\xd9\xa3"),
+    ("i32", b"2147483648"), ("f64", b"nan"), ("f64", b"1e999"), ("f64", b"1_0"), ("bool", b"1"),
+    ("str", b"\xff"),
+])
+def test_bad_conversions(kind, raw):
+    route = Router([Route("GET", "/q", _h, (Param("v", "query", kind),))]).lookup("/q")[0].find("GET")
+    with pytest.raises(BindError) as info:
+        route.bind((), b"v=" + raw, b"", None, None)
+    assert info.value.status == 400 and "'v'" in info.value.reason
+
+
+def test_json_media_types():
+    assert is_json_media_type(b"application/json")
+    assert is_json_media_type(b"Application/JSON; charset=utf-8")
+    assert is_json_media_type(b"application/problem+json")
+    assert not is_json_media_type(b"text/json")
+    assert not is_json_media_type(b"application/x-www-form-urlencoded")
