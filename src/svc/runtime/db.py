@@ -24,6 +24,8 @@ does not fit the class), never raises for database problems. Choices made here:
 - `close_all()` (server shutdown) finishes the queued jobs, checkpoints the WAL and closes
   every connection; later jobs on those handles get `busy` "shutting down". `db_open` keeps
   working afterwards (new handles), which tests rely on.
+- One `Db` per file: opening an open file again returns the same handle. Each `:memory:`
+  database is new.
 - A `Db` is used from one event loop at a time (svc programs have exactly one).
 """
 
@@ -68,7 +70,7 @@ class Db:
         self._queue: SimpleQueue = SimpleQueue()
         self._closing = False
         # Jobs that found the queue full, oldest first, each with its deadline timer (or
-        # None). Only the event loop touches it; the thread merely peeks at its length.
+        # None). Only the event loop touches it.
         self._overflow: deque[tuple[tuple, asyncio.TimerHandle | None]] = deque()
         self._thread: threading.Thread | None = None  # started by db_open
 
