@@ -609,6 +609,22 @@ def test_close_all_from_the_loop_then_reopen(tmp_path):
     assert row == Num(n=5)
 
 
+def test_a_program_that_exits_closes_its_databases(tmp_path):
+    script = (
+        "import asyncio, sys\n"
+        "from svc.runtime.db import db_exec, db_open\n"
+        "async def main():\n"
+        "    db = await db_open(sys.argv[1])\n"
+        "    await db_exec(db, 'CREATE TABLE t (n INTEGER)')\n"
+        "    await db_exec(db, 'INSERT INTO t VALUES (42)')\n"
+        "asyncio.run(main())\n")
+    path = tmp_path / "exit.db"
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True, timeout=60)
+    assert not (tmp_path / "exit.db-wal").exists()  # checkpointed and closed at exit
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT n FROM t").fetchall() == [(42,)]
+
+
 def test_acknowledged_writes_survive_kill_9(tmp_path):
     path = tmp_path / "durable.db"
     proc = subprocess.Popen([sys.executable, str(HELPERS / "ack_writer.py"), str(path), "100000"],

@@ -32,6 +32,7 @@ does not fit the class), never raises for database problems. Choices made here:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import sqlite3
 import threading
@@ -331,6 +332,12 @@ def close_all() -> None:
         db._begin_close()
     for db in dbs:
         db._thread.join()
+
+
+# A program whose `main` returns without serving still closes its databases cleanly (the WAL
+# checkpointed into the file, no -wal/-shm files left behind). Daemon threads are still alive
+# while atexit handlers run.
+atexit.register(close_all)
 
 
 # --- the queries ----------------------------------------------------------------------------
