@@ -122,6 +122,13 @@ def test_tab_in_indentation_is_an_error() -> None:
     assert errors("def f():\n  \t  pass\n")[0][:2] == (2, 3)
 
 
+def test_tab_in_indentation_is_reported_once_per_file() -> None:
+    text = "def f():\n\tx = 1\n\tif x:\n\t\tpass\n\treturn\n"
+    assert errors(text) == [(2, 1, "tab in indentation (indent with spaces)")]
+    tokens, _ = lex(text)
+    assert [t.kind for t in tokens].count("indent") == 2
+
+
 def test_tab_after_indentation_is_whitespace() -> None:
     assert errors("x = 1\t+ 2\n") == []
 

@@ -117,6 +117,7 @@ class _Lexer:
         self.diagnostics: list[Diagnostic] = []
         self.indents = [0]
         self.brackets: list[Token] = []  # open ( and [ not yet closed
+        self.tab_reported = False
 
     def error(self, message: str, line: int, col: int, end_col: int | None = None) -> None:
         end = col + 1 if end_col is None else max(end_col, col + 1)
@@ -166,23 +167,29 @@ class _Lexer:
             self.add("newline", None, number, len(text) + 1, len(text) + 1)
 
     def indentation(self, number: int, text: str, width: int) -> None:
-        """Emit INDENT/DEDENT tokens for a logical line starting at column `width` + 1."""
+        """Emit INDENT/DEDENT tokens for a logical line whose first token is at index
+        `width`."""
+        level = width
         tab = text.find("\t", 0, width)
         if tab >= 0:
-            self.error("tab in indentation (indent with spaces)", number, tab + 1)
-            return  # treat the line as being at the current level
-        if width > self.indents[-1]:
-            self.indents.append(width)
-            self.add("indent", None, number, width + 1, width + 1)
+            # Reported once per file (an editor setting, not many mistakes); the layout goes on
+            # with tab stops every 8 columns so the rest of the file still parses sensibly.
+            if not self.tab_reported:
+                self.error("tab in indentation (indent with spaces)", number, tab + 1)
+                self.tab_reported = True
+            level = len(text[:width].expandtabs(8))
+        col = width + 1
+        if level > self.indents[-1]:
+            self.indents.append(level)
+            self.add("indent", None, number, col, col)
             return
-        while width < self.indents[-1]:
+        while level < self.indents[-1]:
             self.indents.pop()
-            self.add("dedent", None, number, width + 1, width + 1)
-        if width != self.indents[-1]:
-            self.error("unindent does not match any outer indentation level",
-                       number, width + 1)
-            self.indents.append(width)
-            self.add("indent", "bad", number, width + 1, width + 1)
+            self.add("dedent", None, number, col, col)
+        if level != self.indents[-1]:
+            self.error("unindent does not match any outer indentation level", number, col)
+            self.indents.append(level)
+            self.add("indent", "bad", number, col, col)
 
     def scan(self, number: int, text: str, pos: int) -> None:
         match = _MASTER.match
