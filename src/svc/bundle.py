@@ -101,7 +101,7 @@ def build_executable(program: Any, output: str) -> None:
     cache = cache_dir()
     os.makedirs(cache, exist_ok=True)
     with _locked(os.path.join(cache, "lock")):
-        first = not os.path.exists(os.path.join(cache, "work", APP_NAME))
+        first = not os.path.exists(os.path.join(cache, "work", APP_NAME, "Analysis-00.toc"))
         _progress(3, "bundling with PyInstaller (" + (
             "first build takes about a minute" if first else f"reusing the cache in {cache}") + ")")
         _install(_bundle(cache, payload), output)
