@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import python_cost  # noqa: E402
 from harness import wrk  # noqa: E402
 from harness.servers import SPECS, WORK, RunningServer, client_command  # noqa: E402
 
@@ -103,7 +104,8 @@ def main() -> None:
     wanted = [w.strip() for w in args.cases.split(",")] if args.cases else None
     cases = [c for c in wrk.CASES if not wanted or any(w in c.name for w in wanted)]
     sections = [profile_case(case, args.seconds) for case in cases]
-    (OUT / "summary.md").write_text("# py-spy profiles of the svc server\n\n" + "\n".join(sections))
+    head = "# py-spy profiles of the svc server\n\n" + python_cost.main() + "\n\n"
+    (OUT / "summary.md").write_text(head + "\n".join(sections))
     print((OUT / "summary.md").read_text())
 
 
