@@ -449,7 +449,7 @@ def test_full_queue_makes_callers_wait_without_blocking_the_loop(tmp_path):
     queued, waiting, ticks, slow_result, results = run(main())
     assert queued == dbmod.QUEUE_SIZE
     assert waiting == callers - dbmod.QUEUE_SIZE
-    assert ticks >= 10
+    assert ticks >= 3  # a blocked loop would tick once
     assert slow_result == 1
     assert results == [Num(n=i) for i in range(callers)]
 
