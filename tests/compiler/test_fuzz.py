@@ -30,10 +30,11 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b"db_all[Task](", b"[i64]", b"Result[", b"if ", b"elif ", b"else:", b"return "]
 
 
-def seeds() -> list[bytes]:
-    """The good programs (entry files) to mutate."""
+def seeds() -> list[tuple[Path, bytes]]:
+    """The corpus files to mutate, by path relative to the corpus (to keep imports working)."""
     files = sorted(CORPUS.rglob("*.svc"))
-    return [f.read_bytes() for f in files if f.stat().st_size < 200_000]
+    return [(f.relative_to(CORPUS), f.read_bytes()) for f in files
+            if f.stat().st_size < 200_000]
 
 
 def token_edit(rng: random.Random, data: bytes) -> bytes:
@@ -112,16 +113,20 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
     bases = seeds()
     assert bases
-    # Imports of the mutated files resolve in the copied corpus, so multi-file cases work too.
+    # The mutant is written next to its original in a copy of the corpus, so its imports
+    # resolve and multi-file programs are exercised too.
     shutil.copytree(CORPUS, tmp_path / "corpus")
-    target = tmp_path / "corpus" / "fuzz_main.svc"
     rng = random.Random(SEED)
     started = time.monotonic()
+    rejected = 0
     for index in range(EXAMPLES):
-        data = mutate(rng, rng.choice(bases))
+        relative, original = rng.choice(bases)
+        data = mutate(rng, original)
+        target = tmp_path / "corpus" / relative.parent / "fuzz_main.svc"
         target.write_bytes(data)
         try:
             program, diagnostics, sources = compile_program(file=str(target))
+            rejected += bool(diagnostics)
             for diagnostic in diagnostics:
                 assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
                 render(diagnostic, sources.get(diagnostic.span.file))
@@ -129,4 +134,6 @@ def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
             (tmp_path / "failing.svc").write_bytes(data)
             raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
                                  f"{data.decode('utf-8', 'replace')}") from exc
-    print(f"fuzz: {EXAMPLES} inputs in {time.monotonic() - started:.1f}s (seed {SEED})")
+    print(f"fuzz: {EXAMPLES} inputs ({rejected} with diagnostics) in "
+          f"{time.monotonic() - started:.1f}s (seed {SEED})")
+    assert rejected > EXAMPLES // 2  # the mutations do break programs
