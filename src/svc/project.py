@@ -60,10 +60,15 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
     if "entry" not in data:
         return error("svc.toml has no 'entry' key (write: entry = \"main.svc\")")
     entry = data["entry"]
+    line, col = _key_position(source, "entry")
     if not entry.strip():
-        return error("'entry' in svc.toml must name a .svc file", *_key_position(source, "entry"))
-    return Project(directory, os.path.normpath(os.path.join(directory, entry)),
-                   data.get("name")), []
+        return error("'entry' in svc.toml must name a .svc file", line, col, len("entry"))
+    path = os.path.normpath(os.path.join(directory, entry))
+    if not os.path.isfile(path):
+        problem = "does not exist" if not os.path.exists(path) else "is not a file"
+        return error(f"the entry file '{path}' named in svc.toml {problem}", line, col,
+                     len("entry"))
+    return Project(directory, path, data.get("name")), []
 
 
 def _key_position(source: SourceFile, key: str) -> tuple[int, int]:

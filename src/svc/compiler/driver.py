@@ -164,24 +164,13 @@ def compile_program(file: str | None = None, project: str | None = None) -> tupl
 
 
 def _load_project(directory: str) -> tuple[Any, list[Diagnostic], SourceFile | None]:
+    """Read `svc.toml` of `directory`: (Project or None, diagnostics, the config source)."""
     from svc.project import config_path, load_project
     config, diagnostics = read_source(os.path.normpath(config_path(directory)))
     if config is None:
         return None, diagnostics, None
     project, diagnostics = load_project(directory, config)
-    if project is not None and not os.path.isfile(project.entry):
-        line, col = _entry_position(config)
-        span = Span(config.path, line, col, line, col + len("entry"))
-        message = (f"the entry file '{project.entry}' named in svc.toml does not exist"
-                   if not os.path.exists(project.entry) else
-                   f"the entry '{project.entry}' named in svc.toml is not a file")
-        return None, [Diagnostic(message, span)], config
     return project, diagnostics, config
-
-
-def _entry_position(config: SourceFile) -> tuple[int, int]:
-    from svc.project import _key_position
-    return _key_position(config, "entry")
 
 
 # --- `svcc check` -------------------------------------------------------------------------------
@@ -205,10 +194,8 @@ def _check(args: Any) -> int:
     if diagnostics:
         print_diagnostics(diagnostics, sources)
         return 1
-    target = args.file or sources and next(
-        (path for path in sources if path.endswith(".svc")), args.project)
-    if program is None:
-        print(f"ok: {target} (parsed; the checker is not available)")
+    if program is None:  # only while svc.compiler.checker does not exist
+        print(f"ok: {args.file or args.project} (parsed; the checker is not available)")
         return 0
     if getattr(args, "emit_python", False):
         return _emit_python(program)
