@@ -20,6 +20,9 @@ from svc.compiler.lexer import tokenize
 from svc.compiler.source import SourceFile
 
 CORPUS = Path(__file__).parent / "corpus"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+#: Where the seed programs come from: the compiler corpus and the example programs.
+ROOTS = {"corpus": CORPUS, "examples": EXAMPLES_DIR}
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
 SEED = int(os.environ.get("SVC_FUZZ_SEED", "20261122"))
 LAYOUT = ("newline", "indent", "dedent", "eof")
@@ -31,10 +34,21 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
 
 
 def seeds() -> list[tuple[Path, bytes]]:
-    """The corpus files to mutate, by path relative to the corpus (to keep imports working)."""
-    files = sorted(CORPUS.rglob("*.svc"))
-    return [(f.relative_to(CORPUS), f.read_bytes()) for f in files
-            if f.stat().st_size < 200_000]
+    """The programs to mutate, by path relative to the copied tree (so imports and
+    include_text keep working)."""
+    return [(Path(name) / f.relative_to(root), f.read_bytes())
+            for name, root in ROOTS.items() if root.is_dir()
+            for f in sorted(root.rglob("*.svc")) if f.stat().st_size < 200_000]
+
+
+def copy_sources(target: Path) -> None:
+    """Copy the seed trees, source files only (no databases or build output)."""
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if not (Path(folder, n).is_dir()
+                                         or n.endswith((".svc", ".html", ".toml")))]
+    for name, root in ROOTS.items():
+        if root.is_dir():
+            shutil.copytree(root, target / name, ignore=ignore)
 
 
 def token_edit(rng: random.Random, data: bytes) -> bytes:
@@ -115,14 +129,14 @@ def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
     assert bases
     # The mutant is written next to its original in a copy of the corpus, so its imports
     # resolve and multi-file programs are exercised too.
-    shutil.copytree(CORPUS, tmp_path / "corpus")
+    copy_sources(tmp_path)
     rng = random.Random(SEED)
     started = time.monotonic()
     rejected = 0
     for index in range(EXAMPLES):
         relative, original = rng.choice(bases)
         data = mutate(rng, original)
-        target = tmp_path / "corpus" / relative.parent / "fuzz_main.svc"
+        target = tmp_path / relative.parent / "fuzz_main.svc"
         target.write_bytes(data)
         try:
             program, diagnostics, sources = compile_program(file=str(target))
