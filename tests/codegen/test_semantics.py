@@ -302,3 +302,33 @@ def test_runtime_test_functions_are_linked(run):
             return ok(())
     """)
     assert len(lines) == 6 and all(line.lstrip("-").isdigit() for line in lines)
+
+
+def test_names_python_would_treat_specially(run):
+    """Python keywords, builtins and `__private` names are ordinary svc identifiers."""
+    assert run.output("""
+        class lambda:
+            yield: i64
+            __secret: str
+            _: bool
+
+        def isinstance(x: i64) -> i64:
+            return x + 1
+
+        def helper() -> i64:
+            return 3
+
+        def global(del: i64) -> lambda:
+            with = del * 2
+            a = helper()
+            helper = 5
+            return lambda(yield=with + a + helper, __secret="s", _=True)
+
+        def main():
+            v = global(4)
+            v.__secret += "!"
+            print(json_encode(v) + " " + str(isinstance(1)))
+            match json_decode[lambda]("{\\"yield\\": 3, \\"__secret\\": \\"x\\", \\"_\\": false}"):
+                case Ok(w): print(str(w.yield) + w.__secret + str(w._))
+                case Err(e): print(error_message(e))
+    """) == ['{"yield":16,"__secret":"s!","_":true} 2', "3xFalse"]

@@ -76,6 +76,15 @@ def global_name(name: str) -> str:
     return name
 
 
+def field_name(name: str) -> str:
+    """The Python attribute of a class field. Python mangles `__x` names inside a class body
+    (and msgspec's slots with them), so those get another attribute name; the JSON key stays
+    `__x` through msgspec's `rename`."""
+    if name.startswith("__") and not name.endswith("__"):
+        return f"{PREFIX}f{name}"
+    return name
+
+
 def type_source(t: T.Type) -> str:
     """A Python expression for `t` as msgspec sees it (used in field annotations and in
     `json_decode[T]`); it refers only to support aliases and generated classes."""
@@ -192,16 +201,20 @@ class _ModuleGen:
 
     def class_def(self, decl: S.ClassDef) -> ast.ClassDef:
         info = self.program.classes[decl.name]
-        body: list[ast.stmt] = []
-        for name, ftype in info.fields:
-            body.append(ast.AnnAssign(target=_store(name), annotation=ast.Constant(
-                self.annotation(ftype)), value=None, simple=1))
+        annotations = ast.Dict(keys=[ast.Constant(field_name(n)) for n, _ in info.fields],
+                               values=[ast.Constant(self.annotation(t)) for _, t in info.fields])
         fields = tuple(_field_entry(name, ftype) for name, ftype in info.fields)
-        body.append(ast.Assign(targets=[_store("__svc_fields__")], value=ast.Constant(fields)))
-        node = ast.ClassDef(
-            name=global_name(decl.name), bases=[self.rt("Struct")],
-            keywords=[ast.keyword(arg="forbid_unknown_fields", value=ast.Constant(True))],
-            body=body, decorator_list=[])
+        body: list[ast.stmt] = [
+            ast.Assign(targets=[_store("__annotations__")], value=annotations),
+            ast.Assign(targets=[_store("__svc_fields__")], value=ast.Constant(fields))]
+        keywords = [ast.keyword(arg="forbid_unknown_fields", value=ast.Constant(True))]
+        renamed = {field_name(n): n for n, _ in info.fields if field_name(n) != n}
+        if renamed:
+            keywords.append(ast.keyword(arg="rename", value=ast.Dict(
+                keys=[ast.Constant(k) for k in renamed],
+                values=[ast.Constant(v) for v in renamed.values()])))
+        node = ast.ClassDef(name=global_name(decl.name), bases=[self.rt("Struct")],
+                            keywords=keywords, body=body, decorator_list=[])
         return _located(node, decl.span)
 
     def annotation(self, t: T.Type) -> str:
@@ -282,7 +295,8 @@ class _ModuleGen:
         if isinstance(target, S.Name):
             return _store(self.local(target.id))
         if isinstance(target, S.Attribute):
-            return ast.Attribute(value=self.expr(target.value), attr=target.attr, ctx=ast.Store())
+            return ast.Attribute(value=self.expr(target.value), attr=field_name(target.attr),
+                                 ctx=ast.Store())
         raise CodegenError(f"cannot assign to {type(target).__name__}")
 
     def stmt_AugAssign(self, s: S.AugAssign) -> list[ast.stmt]:
@@ -295,8 +309,8 @@ class _ModuleGen:
         elif isinstance(target, S.Attribute):
             obj = self.temp()
             setup.append(ast.Assign(targets=[_store(obj)], value=self.expr(target.value)))
-            current = ast.Attribute(value=_name(obj), attr=target.attr, ctx=ast.Load())
-            store = ast.Attribute(value=_name(obj), attr=target.attr, ctx=ast.Store())
+            current = ast.Attribute(value=_name(obj), attr=field_name(target.attr), ctx=ast.Load())
+            store = ast.Attribute(value=_name(obj), attr=field_name(target.attr), ctx=ast.Store())
         elif isinstance(target, S.Index):
             obj, idx = self.temp(), self.temp()
             setup.append(ast.Assign(targets=[_store(obj)], value=self.expr(target.value)))
@@ -380,7 +394,7 @@ class _ModuleGen:
         return _name(self.local(e.id))
 
     def expr_Attribute(self, e: S.Attribute) -> ast.expr:
-        return ast.Attribute(value=self.expr(e.value), attr=e.attr, ctx=ast.Load())
+        return ast.Attribute(value=self.expr(e.value), attr=field_name(e.attr), ctx=ast.Load())
 
     def expr_Index(self, e: S.Index) -> ast.expr:
         return _call(self.rt("index"), [self.expr(e.value), self.expr(e.index)])
@@ -450,7 +464,7 @@ class _ModuleGen:
     def expr_Call(self, e: S.Call) -> ast.expr:
         kind = e.call_kind
         if kind == "class":
-            keywords = [_located(ast.keyword(arg=k.name, value=self.expr(k.value)), k.span)
+            keywords = [_located(ast.keyword(arg=field_name(k.name), value=self.expr(k.value)), k.span)
                         for k in e.keywords]
             return _call(_name(global_name(e.target)), [], keywords)
         if kind in ("function", "async_function"):
