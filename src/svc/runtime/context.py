@@ -12,6 +12,10 @@ from contextvars import ContextVar, Token
 _request_deadline: ContextVar[float | None] = ContextVar("svc_request_deadline", default=None)
 
 
+#: The variable itself, for the server's hot path (one C call to set, one to reset).
+request_deadline_var = _request_deadline
+
+
 def request_deadline() -> float | None:
     """Loop time (`loop.time()`) when the current request's processing limit passes, or None."""
     return _request_deadline.get()

@@ -30,7 +30,10 @@ _SPECIAL = {
     b"transfer-encoding": "transfer_encoding",
     b"content-type": "content_type",
     b"expect": "expect",
+    b"connection": "connection",
 }
+#: Names are lower-cased and looked up only when their length could match (hot path).
+_SPECIAL_LENGTHS = frozenset(len(name) for name in _SPECIAL)
 
 
 class Request:
@@ -53,9 +56,9 @@ class Request:
         self.started = 0.0
 
     def header(self, name: bytes) -> bytes | None:
-        """The first value of a header, by lower-case name."""
+        """The first value of a header, by lower-case name (`headers` keeps names as sent)."""
         for key, value in self.headers:
-            if key == name:
+            if key.lower() == name:
                 return value
         return None
 
@@ -137,7 +140,8 @@ class HttpConnection:
         except httptools.HttpParserError as exc:
             self._refuse(Reject(400, f"malformed request: {exc}"))
         else:
-            self._guard_head(len(data))
+            if not self.in_body:
+                self._guard_head(len(data))
         return events
 
     def take_upgrade_data(self) -> bytes:
@@ -150,7 +154,7 @@ class HttpConnection:
 
     def _guard_head(self, size: int) -> None:
         """Refuse a head that keeps growing without completing (431) before buffering it all."""
-        if self.in_body or self.closed:
+        if self.closed:
             return
         if self._message_ended:  # this chunk finished a message; its tail may start the next
             self._message_ended = False
@@ -177,26 +181,33 @@ class HttpConnection:
         self._url = self._url + url if self._url else url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_size += len(name) + len(value) + 4
-        key = name.lower()
-        self._headers.append((key, value))
-        attr = _SPECIAL.get(key)
-        if attr is not None:
-            special = self._special
-            if special is None:
-                special = self._special = {}
-            if attr in special and attr in ("content_length", "transfer_encoding"):
-                raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
-            special[attr] = value
+        self._head_size += len(name) + len(value)
+        self._headers.append((name, value))
+        if len(name) in _SPECIAL_LENGTHS:
+            self._note_special(name, value)
+
+    def _note_special(self, name: bytes, value: bytes) -> None:
+        attr = _SPECIAL.get(name.lower())
+        if attr is None:
+            return
+        special = self._special
+        if special is None:
+            special = self._special = {}
+        if attr in special and attr in ("content_length", "transfer_encoding"):
+            raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
+        special[attr] = value
 
     def on_headers_complete(self) -> None:
         parser = self._parser
-        if parser.get_http_version() not in _VERSIONS:
-            raise _Refuse(400, "unsupported HTTP version")
-        if self._head_size + len(self._url) + 24 > HEAD_LIMIT:
+        special = self._special
+        # llhttp also admits HTTP/0.9 and 2.0; both parse as "not keep-alive" unless a
+        # Connection header says otherwise, so the (slow) version string is built only then.
+        if special is not None or not parser.should_keep_alive():
+            if parser.get_http_version() not in _VERSIONS:
+                raise _Refuse(400, "unsupported HTTP version")
+        if self._head_size + 4 * len(self._headers) + len(self._url) + 24 > HEAD_LIMIT:
             raise _Refuse(431, "request header fields too large")
         self.in_body = True
-        special = self._special
         if special is not None:
             self._check_framing(special)
 
@@ -226,7 +237,24 @@ class HttpConnection:
             if events and events[-1] is CONTINUE:
                 events.pop()
             self._continue_at = False
-        events.append(self._request())
+        parser = self._parser
+        url = self._url
+        if url[:1] == b"/":
+            path, _, query = url.partition(b"?")
+        else:
+            path, query = _absolute_target(url)
+        raw_method = parser.get_method()
+        body = b""
+        if self._body:
+            body = b"".join(self._body)
+            self._body = []
+            self._body_size = 0
+        special = self._special
+        events.append(Request(
+            _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
+            query, self._headers, body, parser.should_keep_alive(),
+            special.get("content_type") if special is not None else None,
+            parser.should_upgrade()))
         self._url = b""
         self._headers = []
         self._head_size = 0
@@ -234,26 +262,10 @@ class HttpConnection:
         self.in_body = False
         self._message_ended = True
 
-    def _request(self) -> Request:
-        parser = self._parser
-        url = self._url
-        if url[:1] == b"/":
-            path, _, query = url.partition(b"?")
-        elif url[:7] == b"http://" or url[:8] == b"https://":
-            parsed = httptools.parse_url(url)
-            path, query = parsed.path or b"/", parsed.query or b""
-        else:
-            raise _Refuse(400, "malformed request target")
-        raw_method = parser.get_method()
-        method = _METHODS.get(raw_method) or raw_method.decode("latin-1")
-        body_parts = self._body
-        if body_parts:
-            body = body_parts[0] if len(body_parts) == 1 else b"".join(body_parts)
-            self._body = []
-            self._body_size = 0
-        else:
-            body = b""
-        special = self._special
-        return Request(method, path.decode("latin-1"), query, self._headers, body,
-                       parser.should_keep_alive(), special.get("content_type") if special else None,
-                       parser.should_upgrade())
+
+def _absolute_target(url: bytes) -> tuple[bytes, bytes]:
+    """`http://host/p?q` → (b"/p", b"q"); anything else that is not `/...` is refused."""
+    if url[:7] == b"http://" or url[:8] == b"https://":
+        parsed = httptools.parse_url(url)
+        return parsed.path or b"/", parsed.query or b""
+    raise _Refuse(400, "malformed request target")

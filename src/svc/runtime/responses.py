@@ -68,11 +68,25 @@ def head(status: int, content_type: bytes | None, length: int | None, keep_alive
     ))
 
 
+_PREFIXES: dict[tuple[int, bytes | None], bytes] = {}
+
+
+def _prefix(status: int, content_type: bytes | None) -> bytes:
+    """Status line + Content-Type line, cached per pair."""
+    key = (status, content_type)
+    prefix = _PREFIXES.get(key)
+    if prefix is None:
+        ctype = b"Content-Type: " + content_type + b"\r\n" if content_type else b""
+        prefix = _PREFIXES[key] = status_line(status) + ctype
+    return prefix
+
+
 def render(status: int, content_type: bytes | None, body: bytes, keep_alive: bool,
            extra: bytes = b"", send_body: bool = True) -> bytes:
     """A complete response; `send_body=False` for HEAD keeps the headers of the GET."""
-    top = head(status, content_type, len(body), keep_alive, extra)
-    return top + body if send_body and body else top
+    return b"%s%sContent-Length: %d\r\n%s%s%s" % (
+        _PREFIXES.get((status, content_type)) or _prefix(status, content_type), date.line,
+        len(body), extra, _KEEP_ALIVE if keep_alive else _CLOSE, body if send_body else b"")
 
 
 def error_body(reason: str) -> bytes:

@@ -9,6 +9,7 @@ naming what was wrong (400, or 415 for a non-JSON body).
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from dataclasses import dataclass
@@ -156,11 +157,13 @@ def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes 
 class CompiledRoute:
     """A Route ready to run: how to bind each parameter and how to answer its result."""
 
-    __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index")
+    __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index",
+                 "is_async")
 
     def __init__(self, route: Route, capture_names: list[str]) -> None:
         self.route = route
         self.handler = route.handler
+        self.is_async = inspect.iscoroutinefunction(route.handler)
         self.result = route.result
         self.params = route.params
         self.needs_query = any(p.source == "query" for p in route.params)

@@ -27,11 +27,10 @@ import sys
 import traceback
 from collections import deque
 from time import perf_counter
-from types import CoroutineType
 from typing import Any
 
 from svc.runtime import builtin_routes, responses
-from svc.runtime.context import reset_request_deadline, set_request_deadline
+from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
 from svc.runtime.protocol import CONTINUE, HttpConnection, Reject, Request
 from svc.runtime.responses import JSON, TEXT, error_body, render
@@ -206,12 +205,18 @@ class Connection(asyncio.Protocol):
             self._reject(event)
 
     def _handle(self, req: Request) -> None:
+        """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
         req.started = perf_counter()
-        found = self.app.router.lookup(req.path)
-        if found is None:
-            return self._finish(req, 404, JSON, responses.NOT_FOUND)
-        entry, captures = found
-        route = entry.find(req.method)
+        router = self.app.router
+        entry = router.static.get(req.path)
+        if entry is None:
+            found = router.lookup(req.path)
+            if found is None:
+                return self._finish(req, 404, JSON, responses.NOT_FOUND)
+            entry, captures = found
+        else:
+            captures = ()
+        route = entry.by_method.get(req.method) or entry.find(req.method)
         if route is None:
             return self._finish(req, 405, JSON, responses.METHOD_NOT_ALLOWED, entry.allow)
         kind = route.result
@@ -219,25 +224,32 @@ class Connection(asyncio.Protocol):
             return self._stream(req, route)
         if kind == "websocket":
             return self._upgrade(req)
-        try:
-            args = route.bind(captures, req.query, req.body, req.content_type, self.app.db) if route.params else ()
-        except BindError as exc:
-            return self._finish(req, exc.status, JSON, error_body(exc.reason))
+        if route.params:
+            try:
+                args = route.bind(captures, req.query, req.body, req.content_type, self.app.db)
+            except BindError as exc:
+                return self._finish(req, exc.status, JSON, error_body(exc.reason))
+        else:
+            args = ()
+        if not route.is_async:
+            try:
+                outcome = route.handler(*args)
+            except Exception as exc:
+                return self._fault(req, exc)
+            return self._answer(req, route, outcome)
         deadline = self.deadline if self.phase == RECEIVING else self.loop.time() + PROCESSING_LIMIT
-        token = set_request_deadline(deadline)
+        token = _deadline_var.set(deadline)
         try:
-            outcome = route.handler(*args)
-            if type(outcome) is CoroutineType:
-                try:
-                    yielded = outcome.send(None)
-                except StopIteration as stop:
-                    outcome = stop.value
-                else:
-                    return self._suspend(req, route, outcome, yielded, deadline)
+            coro = route.handler(*args)
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            outcome = stop.value
         except Exception as exc:
             return self._fault(req, exc)
+        else:
+            return self._suspend(req, route, coro, yielded, deadline)
         finally:
-            reset_request_deadline(token)
+            _deadline_var.reset(token)
         self._answer(req, route, outcome)
 
     def _suspend(self, req: Request, route, coro, yielded, deadline: float) -> None:
@@ -305,8 +317,14 @@ class Connection(asyncio.Protocol):
 
     def _finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
         keep = req.keep_alive and not self.closing and not req.upgrade
-        self._write(render(status, ctype, body, keep, extra, req.method != "HEAD"))
-        self.app.log.access(req.method, req.path, status, req.started)
+        data = render(status, ctype, body, keep, extra, req.method != "HEAD")
+        if self.out is None:
+            self.transport.write(data)
+        else:
+            self.out.append(data)
+        log = self.app.log
+        if not log.quiet:
+            log.access(req.method, req.path, status, req.started)
         if keep:
             self.phase = WAITING
             self.deadline = self.loop.time() + self.app.wait
