@@ -145,17 +145,22 @@ def start(executable: Path, cwd: Path, tmpdir: Path, **extra_env: str) -> Runnin
                                stdin=subprocess.DEVNULL, start_new_session=True)
     running = Running(process, port)
     ready: "queue.Queue[str]" = queue.Queue()
-    threading.Thread(target=_drain, args=(process.stdout, running.stdout, ready),
-                     daemon=True).start()
-    threading.Thread(target=_drain, args=(process.stderr, running.stderr, None),
-                     daemon=True).start()
+    drains = [threading.Thread(target=_drain, args=(process.stdout, running.stdout, ready),
+                               daemon=True),
+              threading.Thread(target=_drain, args=(process.stderr, running.stderr, None),
+                               daemon=True)]
+    for drain in drains:
+        drain.start()
     started = time.monotonic()
     try:
         line = ready.get(timeout=STARTUP_SECONDS)
     except queue.Empty:
         line = ""
     if line != f"listening on http://127.0.0.1:{port}\n":
-        running.stop(signal.SIGKILL)
-        raise AssertionError(f"did not start: {line!r} {''.join(running.stderr)}")
+        status = running.stop(signal.SIGKILL)
+        for drain in drains:
+            drain.join(timeout=5)
+        raise AssertionError(f"did not start (exit status {status}): {line!r} "
+                             f"{''.join(running.stdout + running.stderr)}")
     print(f"{executable.name}: listening {time.monotonic() - started:.2f} s after start")
     return running
