@@ -440,7 +440,7 @@ def json_decode(tp, data) -> object:
 
 
 def json_error_message(exc: Exception) -> str:
-    """The message of a strict-JSON failure, shared by json_decode and request-body binding."""
+    """The message of a strict-JSON failure (msgspec's text says what and where: `$.id`)."""
     if isinstance(exc, UnicodeDecodeError):
         return "JSON text is not valid UTF-8"
     if isinstance(exc, msgspec.ValidationError):
