@@ -70,9 +70,13 @@ class SvcProcess:
         finally:
             conn.close()
 
-    def log(self) -> str:
-        """Everything the server wrote to stderr so far (the access log and fault details)."""
-        time.sleep(0.2)  # let the reader thread catch up with the last lines
+    def log(self, until: str = "", timeout: float = 5.0) -> str:
+        """What the server wrote to stderr so far (the access log and fault details); waits up
+        to `timeout` for `until` to appear, since the server flushes its log once per tick."""
+        deadline = time.monotonic() + timeout
+        while until not in "".join(self.stderr) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.1)
         return "".join(self.stderr)
 
     def stop(self) -> int:

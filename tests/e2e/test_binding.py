@@ -126,7 +126,7 @@ def test_faults_answer_500_and_log_the_svc_line(server):
     for path in ("/index/3", "/index/-1", "/overflow"):
         assert _error(server.request("GET", path), 500) == "internal error"
     assert _error(server.request("GET", "/internal"), 500) == "internal error"
-    log = server.log()
+    log = server.log(until="secret detail")
     assert f"binding.svc\", line {line}" in log or f"binding.svc:{line}" in log
     assert "secret detail" in log
     assert server.request("GET", "/items/1").status == 200  # still serving
