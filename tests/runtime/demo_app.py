@@ -91,6 +91,29 @@ async def delete_user(id):
     return None
 
 
+async def scoped(n):
+    """asyncio.TaskGroup and asyncio.timeout need a current task from the first step on."""
+    assert asyncio.current_task() is not None
+    async with asyncio.TaskGroup() as group:
+        children = [group.create_task(asyncio.sleep(0.01, result=i)) for i in range(n)]
+    try:
+        async with asyncio.timeout(0.05):
+            await asyncio.sleep(1)
+    except TimeoutError:
+        pass
+    return sum(child.result() for child in children)
+
+
+async def child_fails():
+    """A failing child cancels the group's parent, which is forwarded to the real Task."""
+    async def boom():
+        raise ValueError("child failed")
+    async with asyncio.TaskGroup() as group:
+        group.create_task(boom())
+        group.create_task(asyncio.sleep(1))
+    return "unreachable"
+
+
 async def bad_json():
     return object()
 
@@ -114,6 +137,8 @@ ROUTES = [
     Route("GET", "/crash", crash, (), "json"),
     Route("GET", "/failing", failing, (Param("kind", "query", "str"),), "json"),
     Route("GET", "/unencodable", bad_json, (), "json"),
+    Route("GET", "/scoped", scoped, (Param("n", "query", "i64"),), "json"),
+    Route("GET", "/child-fails", child_fails, (), "json"),
 ]
 
 

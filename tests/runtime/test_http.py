@@ -319,6 +319,13 @@ def test_faults_are_500_with_details_only_in_the_log(server):
     assert "database error: secret database detail" in log
 
 
+def test_handlers_may_use_task_groups_and_timeouts(server):
+    assert request(server.port, "GET", "/scoped?n=4").json() == 6
+    resp = request(server.port, "GET", "/child-fails")
+    assert (resp.status, resp.json()) == (500, {"error": "internal error"})
+    assert "child failed" in server.log()
+
+
 def test_access_log_line_per_request(server):
     request(server.port, "GET", "/users/42?secret=1")
     assert re.search(r"^GET /users/42 200 \d+\.\dms$", server.log(), re.M)

@@ -77,7 +77,8 @@ def _integer(kind: str) -> Callable[[bytes], int]:
     low, high = _RANGES[kind]
 
     def convert(raw: bytes) -> int:
-        if not _INT.match(raw):
+        # bytes.isdigit() is ASCII-only; int() alone would also take " 1", "1_0" and "+1".
+        if not (raw.isdigit() and len(raw) <= 40) and not _INT.match(raw):
             raise ValueError
         value = int(raw)
         if not low <= value <= high:
@@ -180,7 +181,9 @@ class CompiledRoute:
         for param in self.params:
             source = param.source
             if source == "path":
-                raw = unquote_to_bytes(captures[self.capture_index[param.name]])
+                raw = captures[self.capture_index[param.name]]
+                if b"%" in raw:
+                    raw = unquote_to_bytes(raw)
                 args.append(convert(param, raw, "path"))
             elif source == "query":
                 raw = values.get(param.name.encode())  # type: ignore[union-attr]

@@ -13,8 +13,8 @@ phase says (checked by the one `Sweeper` timer, see deadlines.py):
     STREAMING  /stream is writing, WEBSOCKET an upgraded session (no deadline)
     LINGERING  our side is done; drain the peer, then close   → close
 
-Handlers run with `coro.send(None)`: most finish without suspending and are answered
-on the spot, with no Task. Only a handler that really awaits is wrapped in a Task.
+Handlers start eagerly (eager.py): most finish without suspending and are answered on the
+spot, with no Task. Only a handler that really awaits is wrapped in a Task.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections import deque
 from time import perf_counter
 from typing import Any
 
-from svc.runtime import builtin_routes, responses
+from svc.runtime import builtin_routes, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
 from svc.runtime.protocol import CONTINUE, HttpConnection, Reject, Request
@@ -64,45 +64,6 @@ class App:
         self.sweeper.hooks.append(log.flush)
         self.connections: set[Connection] = set()
         self.shutting_down = False
-
-
-class _Resume:
-    """Continue a coroutine that already ran its first step outside any Task.
-
-    `coro.send(None)` returned `yielded` (the future it waits on, or None for a bare
-    yield); a Task driving this object sees that same value first, then every later step
-    (a result sent in, or an exception such as cancellation thrown in) is passed through.
-    """
-
-    __slots__ = ("coro", "yielded")
-
-    def __init__(self, coro, yielded) -> None:
-        self.coro = coro
-        self.yielded = yielded
-
-    def __await__(self):
-        coro = self.coro
-        to_yield = self.yielded
-        while True:
-            try:
-                sent = yield to_yield
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # thrown in by the Task: cancellation
-                try:
-                    to_yield = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-                continue
-            try:
-                to_yield = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
-
-
-async def _continue(coro, yielded):
-    return await _Resume(coro, yielded)
 
 
 class Connection(asyncio.Protocol):
@@ -240,25 +201,23 @@ class Connection(asyncio.Protocol):
         deadline = self.deadline if self.phase == RECEIVING else self.loop.time() + PROCESSING_LIMIT
         token = _deadline_var.set(deadline)
         try:
-            coro = route.handler(*args)
-            yielded = coro.send(None)
-        except StopIteration as stop:
-            outcome = stop.value
+            finished, outcome = eager.start(self.loop, route.handler(*args))
         except Exception as exc:
             return self._fault(req, exc)
-        else:
-            return self._suspend(req, route, coro, yielded, deadline)
         finally:
             _deadline_var.reset(token)
-        self._answer(req, route, outcome)
+        if finished:
+            self._answer(req, route, outcome)
+        else:
+            self._suspend(req, route, outcome, deadline)
 
-    def _suspend(self, req: Request, route, coro, yielded, deadline: float) -> None:
-        """The handler awaits something: drive the rest of it from a Task."""
+    def _suspend(self, req: Request, route, task: asyncio.Task, deadline: float) -> None:
+        """The handler awaits something: its Task answers when done, or the sweep at 2 s."""
         self.busy = True
         self.phase = HANDLING
         self.deadline = deadline
         self.current = (req, route)
-        task = self.task = self.loop.create_task(_continue(coro, yielded))
+        self.task = task
         task.add_done_callback(self._handler_done)
 
     def _handler_done(self, task: asyncio.Task) -> None:

@@ -1,0 +1,124 @@
+"""Run a handler coroutine's first step at once, and make a Task only if it suspends.
+
+Most handlers finish without ever waiting (a computed JSON value, a cached lookup). Creating
+an asyncio Task for each costs a scheduling round trip through the event loop; running the
+first step inline with `coro.send(None)` answers them in the same callback that read the
+request. Only a coroutine that actually suspends is handed to a Task, which resumes it from
+where it stopped (see `_Resume`).
+
+During the inline step a stand-in is registered as the loop's current task, so code that
+asks for one (`asyncio.TaskGroup`, `asyncio.timeout`) works; what it does to the stand-in
+(cancel, uncancel) is forwarded to the real Task once there is one. This is what Python
+3.12's eager task factory does natively; 3.11 has no such factory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Coroutine
+
+try:
+    from asyncio.tasks import _enter_task, _leave_task
+except ImportError:  # pragma: no cover - a Python without them: no stand-in
+    _enter_task = _leave_task = None
+
+
+class _StandIn:
+    """Plays the current Task for the inline first step; forwards to the real Task later."""
+
+    __slots__ = ("task", "cancel_requests", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.task: asyncio.Task | None = None
+        self.cancel_requests = 0
+        self.loop = loop
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        return self.loop
+
+    def cancel(self, msg: Any = None) -> bool:
+        if self.task is not None:
+            return self.task.cancel(msg)
+        self.cancel_requests += 1
+        return True
+
+    def cancelling(self) -> int:
+        return self.task.cancelling() if self.task is not None else self.cancel_requests
+
+    def uncancel(self) -> int:
+        if self.task is not None:
+            return self.task.uncancel()
+        self.cancel_requests = max(0, self.cancel_requests - 1)
+        return self.cancel_requests
+
+    def done(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+
+class _Resume:
+    """Continue a coroutine that already ran its first step outside any Task.
+
+    `coro.send(None)` returned `yielded` (the future it waits on, or None for a bare
+    yield); the Task driving this object sees that same value first, then every later step
+    (a result sent in, or an exception such as cancellation thrown in) is passed through.
+    """
+
+    __slots__ = ("coro", "yielded")
+
+    def __init__(self, coro, yielded) -> None:
+        self.coro = coro
+        self.yielded = yielded
+
+    def __await__(self):
+        coro = self.coro
+        to_yield = self.yielded
+        while True:
+            try:
+                sent = yield to_yield
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # thrown in by the Task: cancellation
+                try:
+                    to_yield = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                continue
+            try:
+                to_yield = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
+async def _continue(coro, yielded):
+    return await _Resume(coro, yielded)
+
+
+def start(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> tuple[bool, Any]:
+    """Run the first step: (True, result) if it finished, else (False, the Task now driving it).
+
+    Exceptions raised by the first step propagate to the caller.
+    """
+    stand_in = _StandIn(loop)
+    entered = False
+    if _enter_task is not None:
+        try:
+            _enter_task(loop, stand_in)
+            entered = True
+        except RuntimeError:  # already inside a Task (only when driven from one, as in tests)
+            pass
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    finally:
+        if entered:
+            _leave_task(loop, stand_in)
+    task = loop.create_task(_continue(coro, yielded))
+    stand_in.task = task
+    if stand_in.cancel_requests:
+        task.cancel()
+    return False, task
