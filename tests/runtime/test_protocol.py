@@ -155,3 +155,27 @@ def test_random_bytes_never_raise(data, cuts):
 @given(mutated(), st.lists(st.integers(0, 10_000), max_size=5))
 def test_mutated_requests_never_raise(data, cuts):
     _check_stream(data, cuts)
+
+
+# --- the same streams against a real server: it answers or closes, and never breaks ----------
+
+@settings(max_examples=max(EXAMPLES // 6, 25), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.one_of(mutated(), st.binary(max_size=400)))
+def test_hostile_bytes_on_a_real_socket(quick_server, data):
+    import socket
+    with socket.create_connection(("127.0.0.1", quick_server.port), timeout=5) as sock:
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+            while sock.recv(65536):
+                pass
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+
+
+def test_server_survived_the_fuzzing(quick_server):
+    from conftest import request
+    assert request(quick_server.port, "GET", "/health").body == b"ok"
+    log = quick_server.log()
+    assert "Traceback" not in log and "Exception" not in log, log[-2000:]
