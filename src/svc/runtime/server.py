@@ -43,7 +43,7 @@ PROCESSING_LIMIT = 2.0
 DEFAULT_WAIT = 10
 WAIT_VARIABLE = "SVC_HTTP_REQUEST_WAIT_SECONDS"
 LINGER_SECONDS = 1.0
-PIPELINE_PAUSE = 64  # queued requests before we stop reading from a pipelining client
+PIPELINE_PAUSE = 16  # queued requests before we stop reading from a pipelining client
 SHUTDOWN_GRACE = PROCESSING_LIMIT + 0.5
 
 WAITING, RECEIVING, HANDLING, STREAMING, WEBSOCKET, LINGERING = range(6)
