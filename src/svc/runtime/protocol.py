@@ -31,6 +31,7 @@ _SPECIAL = {
     b"content-type": "content_type",
     b"expect": "expect",
     b"connection": "connection",
+    b"upgrade": "upgrade",
 }
 #: Names are lower-cased and looked up only when their length could match (hot path).
 _SPECIAL_LENGTHS = frozenset(len(name) for name in _SPECIAL)
@@ -40,7 +41,7 @@ class Request:
     """One parsed request. `path` is the raw (percent-encoded) path as str, `query` raw bytes."""
 
     __slots__ = ("method", "path", "query", "headers", "body", "keep_alive", "content_type",
-                 "upgrade", "upgrade_data", "started")
+                 "upgrade", "started")
 
     def __init__(self, method: str, path: str, query: bytes, headers: list, body: bytes,
                  keep_alive: bool, content_type: bytes | None, upgrade: bool) -> None:
@@ -52,7 +53,6 @@ class Request:
         self.keep_alive = keep_alive
         self.content_type = content_type
         self.upgrade = upgrade
-        self.upgrade_data = b""
         self.started = 0.0
 
     def header(self, name: bytes) -> bytes | None:
@@ -121,10 +121,9 @@ class HttpConnection:
 
     def feed(self, data: bytes) -> list:
         """Consume bytes; return the events they complete, in order."""
-        if self.closed:
-            return []
-        if self.upgraded:
-            self._upgrade_buffer.append(data)
+        if self.closed or self.upgraded:
+            if self.upgraded:
+                self._upgrade_buffer.append(data)
             return []
         events = self._events = []
         try:
@@ -141,7 +140,11 @@ class HttpConnection:
             self._refuse(Reject(400, f"malformed request: {exc}"))
         else:
             if not self.in_body:
-                self._guard_head(len(data))
+                if self._message_ended:  # this chunk ended a message; its tail may start another
+                    self._message_ended = False
+                    self._head_bytes = 0
+                else:
+                    self._guard_head(len(data))
         return events
 
     def take_upgrade_data(self) -> bytes:
@@ -154,12 +157,6 @@ class HttpConnection:
 
     def _guard_head(self, size: int) -> None:
         """Refuse a head that keeps growing without completing (431) before buffering it all."""
-        if self.closed:
-            return
-        if self._message_ended:  # this chunk finished a message; its tail may start the next
-            self._message_ended = False
-            self._head_bytes = 0
-            return
         self._head_bytes += size
         if self._head_bytes > HEAD_LIMIT:
             self._refuse(Reject(431, "request header fields too large"))
@@ -254,13 +251,20 @@ class HttpConnection:
             _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
             query, self._headers, body, parser.should_keep_alive(),
             special.get("content_type") if special is not None else None,
-            parser.should_upgrade()))
+            _may_upgrade(parser, special, raw_method)))
         self._url = b""
         self._headers = []
         self._head_size = 0
         self._special = None
         self.in_body = False
         self._message_ended = True
+
+
+def _may_upgrade(parser: httptools.HttpRequestParser, special: dict | None, method: bytes) -> bool:
+    """llhttp's upgrade flag, asked only when an Upgrade header or CONNECT could have set it."""
+    if (special is None or "upgrade" not in special) and method != b"CONNECT":
+        return False
+    return parser.should_upgrade()
 
 
 def _absolute_target(url: bytes) -> tuple[bytes, bytes]:
