@@ -33,7 +33,7 @@ from svc.runtime import builtin_routes, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
 from svc.runtime.protocol import CONTINUE, HttpConnection, Reject, Request
-from svc.runtime.responses import JSON, TEXT, error_body, render
+from svc.runtime.responses import JSON, TEXT, encode_json as _encode_json, error_body, render
 from svc.runtime.routing import BindError, Route, Router
 from svc.runtime.serverlog import ServerLog
 from svc.runtime.support import SvcError, SvcTimeout
@@ -117,7 +117,11 @@ class Connection(asyncio.Protocol):
                 self.transport.pause_reading()
             return
         if len(events) == 1:
-            self._dispatch(events[0])
+            event = events[0]
+            if event.__class__ is Request:
+                self._handle(event)
+            else:
+                self._dispatch(event)
         elif events:
             self.out = []
             self.pending.extend(events)
@@ -257,6 +261,12 @@ class Connection(asyncio.Protocol):
             self.deadline = self.loop.time() + PROCESSING_LIMIT
 
     def _answer(self, req: Request, route, value) -> None:
+        if route.result == "json" and value.__class__ is not SvcError:  # the common case
+            try:
+                body = _encode_json(value)
+            except Exception as exc:
+                return self._fault(req, exc)
+            return self._finish(req, 200, JSON, body)
         try:
             status, ctype, body, detail = responses.result_for(route.result, value)
         except Exception as exc:
