@@ -97,12 +97,21 @@ async def _continue(coro, yielded):
     return await _Resume(coro, yielded)
 
 
+_spare: _StandIn | None = None
+
+
 def start(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> tuple[bool, Any]:
     """Run the first step: (True, result) if it finished, else (False, the Task now driving it).
 
-    Exceptions raised by the first step propagate to the caller.
+    Exceptions raised by the first step propagate to the caller. A stand-in whose
+    coroutine finished at once is kept for the next call; one that was handed a Task
+    stays bound to it.
     """
-    stand_in = _StandIn(loop)
+    global _spare
+    stand_in = _spare
+    if stand_in is None or stand_in.loop is not loop:
+        stand_in = _StandIn(loop)
+    _spare = None
     entered = False
     if _enter_task is not None:
         try:
@@ -113,6 +122,8 @@ def start(loop: asyncio.AbstractEventLoop, coro: Coroutine) -> tuple[bool, Any]:
     try:
         yielded = coro.send(None)
     except StopIteration as stop:
+        if not stand_in.cancel_requests:
+            _spare = stand_in
         return True, stop.value
     finally:
         if entered:
