@@ -342,3 +342,33 @@ def test_stream_sends_five_chunks(server):
         assert resp.chunks == [f"chunk:{i}\n".encode() for i in range(5)]
         client.send(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")  # still usable afterwards
         assert client.response().body == b"ok"
+
+
+def test_client_that_never_reads_does_not_grow_the_server(server):
+    """Pipelined requests from a peer that reads nothing: the server stops reading it."""
+    import socket
+    import threading
+    from test_lifecycle import _rss_mib
+
+    batch = b"GET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+    before = _rss_mib(server.proc.pid)
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sent = []
+
+    def flood():
+        sock.settimeout(3)
+        try:
+            for _ in range(300):  # up to ~21 MB of requests, far more than the buffers hold
+                sock.sendall(batch)
+                sent.append(len(batch))
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=flood)
+    thread.start()
+    thread.join(10)
+    assert sum(sent) < 300 * len(batch)  # the server stopped reading at some point
+    assert request(server.port, "GET", "/health").body == b"ok"
+    assert _rss_mib(server.proc.pid) - before < 64
+    sock.close()

@@ -79,7 +79,8 @@ class Connection(asyncio.Protocol):
         self.deadline = 0.0
         self.busy = False
         self.closing = False
-        self.paused = False
+        self.paused = False  # reading paused: too many queued requests
+        self.write_paused = False  # reading paused: the peer does not read its answers
         self.out: list[bytes] | None = None
         self.task: asyncio.Task | None = None
         self.current: tuple | None = None
@@ -114,7 +115,8 @@ class Connection(asyncio.Protocol):
             self.pending.extend(events)
             if len(self.pending) > PIPELINE_PAUSE and not self.paused:
                 self.paused = True
-                self.transport.pause_reading()
+                if not self.write_paused:
+                    self.transport.pause_reading()
             return
         if len(events) == 1:
             event = events[0]
@@ -130,6 +132,17 @@ class Connection(asyncio.Protocol):
         if self.phase == WAITING and self.http.in_body:
             self.phase = RECEIVING
             self.deadline = self.loop.time() + PROCESSING_LIMIT
+
+    def pause_writing(self) -> None:
+        """The peer reads slower than we answer: stop reading its requests until it catches up."""
+        self.write_paused = True
+        if not self.paused:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if not self.paused and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         if self.ws is not None:
@@ -159,7 +172,8 @@ class Connection(asyncio.Protocol):
             self._dispatch(pending.popleft())
         if self.paused and not pending:
             self.paused = False
-            self.transport.resume_reading()
+            if not self.write_paused:
+                self.transport.resume_reading()
 
     def _dispatch(self, event) -> None:
         if event.__class__ is Request:
@@ -334,8 +348,8 @@ class Connection(asyncio.Protocol):
         if transport.can_write_eof():
             transport.write_eof()
             self.deadline = self.loop.time() + LINGER_SECONDS
-            if self.paused:
-                self.paused = False
+            if self.paused or self.write_paused:  # drain what the peer still sends
+                self.paused = self.write_paused = False
                 transport.resume_reading()
         else:
             transport.close()
