@@ -148,3 +148,16 @@ def test_ten_thousand_concurrent_connections(tmp_path):
     finally:
         assert srv.stop() == 0
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_queued_pipelined_requests_get_503_at_shutdown(tmp_path):
+    srv = start_server(tmp_path)
+    with Client(srv.port) as client:
+        client.send(b"GET /slow?ms=700 HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)
+        srv.proc.send_signal(signal.SIGTERM)
+        first, second = client.response(), client.response()
+        assert (first.status, first.headers["connection"]) == (200, "close")
+        assert (second.status, second.json()) == (503, {"error": "shutting down"})
+        assert client.closed_by_peer()
+    assert srv.proc.wait(10) == 0

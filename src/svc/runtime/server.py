@@ -46,6 +46,8 @@ LINGER_SECONDS = 1.0
 PIPELINE_PAUSE = 16  # queued requests before we stop reading from a pipelining client
 SHUTDOWN_GRACE = PROCESSING_LIMIT + 0.5
 
+SHUTTING_DOWN = error_body("shutting down")
+
 WAITING, RECEIVING, HANDLING, STREAMING, WEBSOCKET, LINGERING = range(6)
 
 
@@ -340,6 +342,8 @@ class Connection(asyncio.Protocol):
         Closing a socket with unread input makes the kernel send a reset, which can destroy
         the response before the client reads it (a 413 for an unread body, for instance).
         """
+        if self.app.shutting_down:
+            self._refuse_queued()
         self._flush()
         self.phase = LINGERING
         self.pending.clear()
@@ -353,6 +357,14 @@ class Connection(asyncio.Protocol):
                 transport.resume_reading()
         else:
             transport.close()
+
+    def _refuse_queued(self) -> None:
+        """At shutdown, pipelined requests that had not started are answered 503."""
+        for event in self.pending:
+            if event.__class__ is Request:
+                event.started = perf_counter()
+                self._write(render(503, JSON, SHUTTING_DOWN, False, b"", event.method != "HEAD"))
+                self.app.log.access(event.method, event.path, 503, event.started)
 
     # --- /stream and /ws ---------------------------------------------------------------------
 
