@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
-from conftest import Client, request
+from http_testkit import Client, open_ws, read_frame, request, send_frame
 
 
 def _elapsed_until_closed(client: Client, limit: float = 6) -> float:
@@ -64,7 +64,6 @@ def test_deadline_does_not_apply_while_handling(quick_server):
 
 
 def test_deadline_does_not_apply_to_a_websocket_session(quick_server):
-    from test_websocket import open_ws, send_frame, read_frame
     from websockets.frames import Opcode
     with open_ws(quick_server.port) as client:
         time.sleep(1.8)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
+import socket
+import threading
 
 import pytest
 
-from conftest import Client, request
+from http_testkit import Client, request, rss_mib
 
 MIB = 1_048_576
 DATE = re.compile(r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$")
@@ -346,12 +347,8 @@ def test_stream_sends_five_chunks(server):
 
 def test_client_that_never_reads_does_not_grow_the_server(server):
     """Pipelined requests from a peer that reads nothing: the server stops reading it."""
-    import socket
-    import threading
-    from test_lifecycle import _rss_mib
-
     batch = b"GET /users/1 HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
-    before = _rss_mib(server.proc.pid)
+    before = rss_mib(server.proc.pid)
     sock = socket.create_connection(("127.0.0.1", server.port))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sent = []
@@ -370,5 +367,5 @@ def test_client_that_never_reads_does_not_grow_the_server(server):
     thread.join(10)
     assert sum(sent) < 300 * len(batch)  # the server stopped reading at some point
     assert request(server.port, "GET", "/health").body == b"ok"
-    assert _rss_mib(server.proc.pid) - before < 64
+    assert rss_mib(server.proc.pid) - before < 64
     sock.close()

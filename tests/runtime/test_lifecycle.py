@@ -8,20 +8,12 @@ import signal
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import Client, request, start_server
+from http_testkit import Client, open_ws, read_frame, request, rss_mib, start_server
 
 CONNECTIONS = 10_000
-
-
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 @pytest.mark.parametrize("value", ["0", "-3", "abc", "1.5", ""])
@@ -87,7 +79,6 @@ def test_shutdown_does_not_wait_past_the_processing_limit(tmp_path):
 
 
 def test_websocket_session_is_closed_at_shutdown(tmp_path):
-    from test_websocket import open_ws, read_frame
     srv = start_server(tmp_path)
     with open_ws(srv.port) as client:
         srv.proc.send_signal(signal.SIGTERM)
@@ -97,7 +88,7 @@ def test_websocket_session_is_closed_at_shutdown(tmp_path):
 
 
 def test_idle_memory_is_small(server):
-    assert _rss_mib(server.proc.pid) < 40
+    assert rss_mib(server.proc.pid) < 40
 
 
 async def _hold_and_query(port: int, count: int) -> list[bytes]:
@@ -134,7 +125,7 @@ def test_ten_thousand_concurrent_connections(tmp_path):
             async def run():
                 answers_task = asyncio.ensure_future(_hold_and_query(srv.port, CONNECTIONS))
                 while not answers_task.done():
-                    peak["rss"] = max(peak.get("rss", 0), _rss_mib(srv.proc.pid))
+                    peak["rss"] = max(peak.get("rss", 0), rss_mib(srv.proc.pid))
                     await asyncio.sleep(0.2)
                 return answers_task.result()
 

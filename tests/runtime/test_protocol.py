@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import socket
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from http_testkit import request
 from svc.runtime.protocol import CONTINUE, HEAD_LIMIT, HttpConnection, Reject, Request
 
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
@@ -163,7 +165,6 @@ def test_mutated_requests_never_raise(data, cuts):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(mutated(), st.binary(max_size=400)))
 def test_hostile_bytes_on_a_real_socket(quick_server, data):
-    import socket
     with socket.create_connection(("127.0.0.1", quick_server.port), timeout=5) as sock:
         try:
             sock.sendall(data)
@@ -175,7 +176,6 @@ def test_hostile_bytes_on_a_real_socket(quick_server, data):
 
 
 def test_server_survived_the_fuzzing(quick_server):
-    from conftest import request
     assert request(quick_server.port, "GET", "/health").body == b"ok"
     log = quick_server.log()
     assert "Traceback" not in log and "Exception" not in log, log[-2000:]

@@ -3,56 +3,15 @@
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import struct
-from dataclasses import dataclass
 
 import pytest
 from websockets.frames import Frame, Opcode
 
-from conftest import Client, request
+from http_testkit import Client, Received, open_ws, read_frame, request, send_frame
 
 MIB = 1_048_576
-
-
-@dataclass
-class Received:
-    opcode: int
-    fin: bool
-    data: bytes
-
-    @property
-    def close_code(self) -> int:
-        return struct.unpack("!H", self.data[:2])[0]
-
-
-@contextlib.contextmanager
-def open_ws(port: int):
-    key = base64.b64encode(os.urandom(16)).decode()
-    with Client(port) as client:
-        client.send((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                     f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                     f"Sec-WebSocket-Version: 13\r\n\r\n").encode())
-        resp = client.response()
-        assert resp.status == 101, resp
-        assert resp.headers["upgrade"].lower() == "websocket"
-        yield client
-
-
-def send_frame(client: Client, opcode: Opcode, data: bytes, fin: bool = True) -> None:
-    client.send(Frame(opcode, data, fin).serialize(mask=True, extensions=[]))
-
-
-def read_frame(client: Client) -> Received:
-    head = client._exact(2)
-    fin, opcode = bool(head[0] & 0x80), head[0] & 0x0F
-    length = head[1] & 0x7F
-    if length == 126:
-        length = struct.unpack("!H", client._exact(2))[0]
-    elif length == 127:
-        length = struct.unpack("!Q", client._exact(8))[0]
-    return Received(opcode, fin, client._exact(length))
 
 
 def test_text_and_binary_echo(server):
