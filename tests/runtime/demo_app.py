@@ -7,6 +7,7 @@ Run as `python demo_app.py [port]` (port 0 picks a free one); it prints the
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from typing import Annotated, ClassVar, Optional
 
@@ -152,5 +153,7 @@ async def main(port: int) -> int:
 
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    run = uvloop.run if uvloop is not None else asyncio.run
+    # SVC_TEST_ASYNCIO=1 runs on plain asyncio, as on platforms without uvloop.
+    plain = uvloop is None or os.environ.get("SVC_TEST_ASYNCIO") == "1"
+    run = asyncio.run if plain else uvloop.run
     sys.exit(run(main(port)))

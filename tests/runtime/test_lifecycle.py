@@ -152,3 +152,20 @@ def test_queued_pipelined_requests_get_503_at_shutdown(tmp_path):
         assert (second.status, second.json()) == (503, {"error": "shutting down"})
         assert client.closed_by_peer()
     assert srv.proc.wait(10) == 0
+
+
+def test_plain_asyncio_loop_works_too(tmp_path):
+    """Where uvloop is missing (Windows) the server runs on asyncio's own loop."""
+    from websockets.frames import Opcode
+
+    from http_testkit import send_frame
+    srv = start_server(tmp_path, {"SVC_TEST_ASYNCIO": "1"})
+    assert request(srv.port, "GET", "/hello").json() == {"hello": "world"}
+    with Client(srv.port) as client:
+        client.send(b"GET /slow?ms=50 HTTP/1.1\r\nHost: x\r\n\r\nGET /users/3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert [client.response().body for _ in range(2)] == [b'{"slept":50}', b'{"id":3}']
+    with open_ws(srv.port) as client:
+        send_frame(client, Opcode.TEXT, b"on asyncio")
+        assert read_frame(client).data == b"on asyncio"
+    assert request(srv.port, "POST", "/raw", b"x" * 1_048_577).status == 413
+    assert srv.stop() == 0
