@@ -64,6 +64,28 @@ def test_graceful_shutdown_finishes_requests_in_flight(tmp_path, sig):
     assert "Traceback" not in srv.log_path.read_text()
 
 
+def test_a_second_signal_does_not_cut_the_shutdown_short(tmp_path):
+    """Terminals and supervisors often signal twice; the graceful shutdown must still finish."""
+    srv = start_server(tmp_path)
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(r=request(srv.port, "GET", "/slow?ms=800")))
+    thread.start()
+    time.sleep(0.3)
+    srv.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.2)
+    srv.proc.send_signal(signal.SIGINT)
+    thread.join(10)
+    assert result["r"].json() == {"slept": 800}
+    assert srv.proc.wait(10) == 0
+
+
+def test_signal_right_after_the_listening_line_exits_cleanly(tmp_path):
+    """Handlers are installed before `listening on` is printed, so a supervisor may stop at once."""
+    srv = start_server(tmp_path)  # returns as soon as the listening line is read
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(10) == 0
+
+
 def test_shutdown_does_not_wait_past_the_processing_limit(tmp_path):
     srv = start_server(tmp_path)
     result = {}

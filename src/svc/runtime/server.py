@@ -498,16 +498,24 @@ async def serve(db: Any, port: int, routes) -> None | SvcError:
         return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     bound = server.sockets[0].getsockname()[1]
     app.sweeper.start()
+    stop = asyncio.Event()
+    # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
+    # it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it short.
+    installed = _install_stop_handlers(loop, stop)
     print(f"listening on http://127.0.0.1:{bound}", flush=True)
     try:
-        await _until_signal(loop)
+        await stop.wait()
     finally:
-        await _shut_down(app, server)
+        try:
+            await _shut_down(app, server)
+        finally:
+            for signum in installed:
+                loop.remove_signal_handler(signum)
     return None
 
 
-async def _until_signal(loop: asyncio.AbstractEventLoop) -> None:
-    stop = asyncio.Event()
+def _install_stop_handlers(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
+    """SIGINT and SIGTERM set `stop`; returns the signals handled (none on Windows)."""
     installed = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
@@ -515,11 +523,7 @@ async def _until_signal(loop: asyncio.AbstractEventLoop) -> None:
             installed.append(signum)
         except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not main thread
             pass
-    try:
-        await stop.wait()
-    finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+    return installed
 
 
 async def _shut_down(app: App, server: asyncio.AbstractServer) -> None:
