@@ -18,6 +18,7 @@ from urllib.parse import unquote_to_bytes
 
 import msgspec
 
+from svc.runtime import eager
 from svc.runtime.support import I32_MAX, I32_MIN, I64_MAX, I64_MIN
 
 BODY_LIMIT = 1_048_576
@@ -159,12 +160,13 @@ class CompiledRoute:
     """A Route ready to run: how to bind each parameter and how to answer its result."""
 
     __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index",
-                 "is_async")
+                 "is_async", "never_suspends")
 
     def __init__(self, route: Route, capture_names: list[str]) -> None:
         self.route = route
         self.handler = route.handler
         self.is_async = inspect.iscoroutinefunction(route.handler)
+        self.never_suspends = eager.never_suspends(route.handler)
         self.result = route.result
         self.params = route.params
         self.needs_query = any(p.source == "query" for p in route.params)

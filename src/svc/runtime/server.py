@@ -212,9 +212,11 @@ class Connection(asyncio.Protocol):
                 return self._finish(req, exc.status, JSON, error_body(exc.reason))
         else:
             args = ()
-        if not route.is_async:
+        if not route.is_async or route.never_suspends:
             try:
                 outcome = route.handler(*args)
+                if route.is_async:
+                    outcome = eager.run_to_end(outcome)
             except Exception as exc:
                 return self._fault(req, exc)
             return self._answer(req, route, outcome)
