@@ -175,7 +175,7 @@ class HttpConnection:
     # --- httptools callbacks ---------------------------------------------------------------
 
     def on_url(self, url: bytes) -> None:
-        self._url = self._url + url if self._url else url
+        self._url += url  # b"" + url is url itself: no copy for a URL that arrives whole
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._head_size += len(name) + len(value)
@@ -247,11 +247,14 @@ class HttpConnection:
             self._body = []
             self._body_size = 0
         special = self._special
+        if special is None:  # no framing, type or upgrade header: the common GET
+            content_type, upgrade = None, raw_method == b"CONNECT" and parser.should_upgrade()
+        else:
+            content_type = special.get("content_type")
+            upgrade = _may_upgrade(parser, special, raw_method)
         events.append(Request(
             _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
-            query, self._headers, body, parser.should_keep_alive(),
-            special.get("content_type") if special is not None else None,
-            _may_upgrade(parser, special, raw_method)))
+            query, self._headers, body, parser.should_keep_alive(), content_type, upgrade))
         self._url = b""
         self._headers = []
         self._head_size = 0

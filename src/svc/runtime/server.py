@@ -279,12 +279,15 @@ class Connection(asyncio.Protocol):
             self.deadline = self.loop.time() + PROCESSING_LIMIT
 
     def _answer(self, req: Request, route, value) -> None:
-        if route.result == "json" and value.__class__ is not SvcError:  # the common case
+        kind = route.result
+        if kind == "json" and value.__class__ is not SvcError:  # the common case
             try:
                 body = _encode_json(value)
             except Exception as exc:
                 return self._fault(req, exc)
             return self._finish(req, 200, JSON, body)
+        if kind == "text" and value.__class__ is bytes:  # /health
+            return self._finish(req, 200, TEXT, value)
         try:
             status, ctype, body, detail = responses.result_for(route.result, value)
         except Exception as exc:
