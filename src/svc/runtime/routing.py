@@ -18,7 +18,7 @@ from urllib.parse import unquote_to_bytes
 
 import msgspec
 
-from svc.runtime import eager
+from svc.runtime import eager, responses
 from svc.runtime.support import I32_MAX, I32_MIN, I64_MAX, I64_MIN
 
 BODY_LIMIT = 1_048_576
@@ -44,7 +44,8 @@ class Route:
     """A handler: `await handler(*bound_args)` returns the value or an `SvcError`.
 
     result: "json" | "json_optional" | "html" | "unit" (and, for the built-in routes,
-    "text", "stream", "websocket").
+    "text", "stream", "websocket"). A "text" route answers a constant: its handler is
+    called once, when the route table is built, and the response bytes are kept.
     """
 
     method: str
@@ -160,13 +161,14 @@ class CompiledRoute:
     """A Route ready to run: how to bind each parameter and how to answer its result."""
 
     __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index",
-                 "is_async", "never_suspends")
+                 "is_async", "never_suspends", "fixed")
 
     def __init__(self, route: Route, capture_names: list[str]) -> None:
         self.route = route
         self.handler = route.handler
         self.is_async = inspect.iscoroutinefunction(route.handler)
         self.never_suspends = eager.never_suspends(route.handler)
+        self.fixed = responses.Fixed(200, responses.TEXT, route.handler()) if route.result == "text" else None
         self.result = route.result
         self.params = route.params
         self.needs_query = any(p.source == "query" for p in route.params)

@@ -200,6 +200,9 @@ class Connection(asyncio.Protocol):
         route = entry.by_method.get(req.method) or entry.find(req.method)
         if route is None:
             return self._finish(req, 405, JSON, responses.METHOD_NOT_ALLOWED, entry.allow)
+        if route.fixed is not None:  # /health: bytes rendered once per second
+            keep = self._keeps_alive(req)
+            return self._send(req, 200, keep, route.fixed.render(keep, req.method != "HEAD"))
         kind = route.result
         if kind == "stream":
             return self._stream(req, route)
@@ -279,15 +282,12 @@ class Connection(asyncio.Protocol):
             self.deadline = self.loop.time() + PROCESSING_LIMIT
 
     def _answer(self, req: Request, route, value) -> None:
-        kind = route.result
-        if kind == "json" and value.__class__ is not SvcError:  # the common case
+        if route.result == "json" and value.__class__ is not SvcError:  # the common case
             try:
                 body = _encode_json(value)
             except Exception as exc:
                 return self._fault(req, exc)
             return self._finish(req, 200, JSON, body)
-        if kind == "text" and value.__class__ is bytes:  # /health
-            return self._finish(req, 200, TEXT, value)
         try:
             status, ctype, body, detail = responses.result_for(route.result, value)
         except Exception as exc:
@@ -306,8 +306,14 @@ class Connection(asyncio.Protocol):
         self._finish(req, 500, JSON, responses.INTERNAL)
 
     def _finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
-        keep = req.keep_alive and not self.closing and not req.upgrade
-        data = render(status, ctype, body, keep, extra, req.method != "HEAD")
+        keep = self._keeps_alive(req)
+        self._send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
+
+    def _keeps_alive(self, req: Request) -> bool:
+        return req.keep_alive and not self.closing and not req.upgrade
+
+    def _send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
+        """Write a rendered response, log it, and wait for the next request or close."""
         if self.out is None:
             self.transport.write(data)
         else:
