@@ -13,7 +13,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,18 +24,14 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+from svc_process import REPO, free_port, svcc  # noqa: E402
+
 SCRUBBED_PATH = "/nonexistent"  # nothing can be found on PATH, least of all a Python
 STARTUP_SECONDS = 60.0
 STOP_SECONDS = 20.0
 BUILD_SECONDS = 600
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="env -i and signals are POSIX")
-
-
-def svcc() -> list[str]:
-    """The venv's `svcc`, else the CLI module under this Python."""
-    script = Path(sys.executable).with_name("svcc")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "svc.cli"]
 
 
 def svcc_build(cache: Path, *args: str) -> subprocess.CompletedProcess:
@@ -58,12 +53,6 @@ def install_alone(executable: Path, folder: Path) -> Path:
     target = folder / executable.name
     shutil.copy2(executable, target)
     return target
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scrubbed_env(tmpdir: Path, **extra: str) -> dict[str, str]:

@@ -46,6 +46,18 @@ class Response:
         return json.loads(self.body)
 
 
+def send(port: int, method: str, path: str, raw: bytes | None, headers: dict[str, str]) -> Response:
+    """One request on a fresh connection to 127.0.0.1:`port`, headers and body as given."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, body=raw, headers=headers)
+        answer = conn.getresponse()
+        return Response(answer.status, {k.lower(): v for k, v in answer.getheaders()},
+                        answer.read())
+    finally:
+        conn.close()
+
+
 @dataclass
 class SvcProcess:
     process: subprocess.Popen
@@ -61,14 +73,7 @@ class SvcProcess:
         if body is not None:
             raw = json.dumps(body).encode()
             headers.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            conn.request(method, path, body=raw, headers=headers)
-            answer = conn.getresponse()
-            return Response(answer.status, {k.lower(): v for k, v in answer.getheaders()},
-                            answer.read())
-        finally:
-            conn.close()
+        return send(self.port, method, path, raw, headers)
 
     def log(self, until: str = "", timeout: float = 5.0) -> str:
         """What the server wrote to stderr so far (the access log and fault details); waits up

@@ -6,47 +6,23 @@ port and a database under the test's tmp_path, and is stopped with SIGTERM like 
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
 import os
 import queue
 import signal
-import socket
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from svc_process import REPO, Response, free_port, send
+from svc_process import svcc as svcc_command
+
 PROJECT = REPO / "examples" / "tasks"
 STARTUP_SECONDS = 60.0
 STOP_SECONDS = 15.0
 _launches = itertools.count(1)
-
-
-def svcc_command() -> list[str]:
-    """The `svcc` installed next to this Python (the venv's), else the same CLI as a module."""
-    script = Path(sys.executable).with_name("svcc")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "svc.cli"]
-
-
-def free_port() -> int:
-    """A port nothing listens on right now (bind port 0 and let the OS choose)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@dataclass
-class Response:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self):
-        return json.loads(self.body)
 
 
 @dataclass
@@ -70,13 +46,7 @@ class TasksServer:
             raw = json.dumps(body).encode()
         if raw is not None:
             headers.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        try:
-            conn.request(method, path, body=raw, headers=headers)
-            answer = conn.getresponse()
-            return Response(answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read())
-        finally:
-            conn.close()
+        return send(self.port, method, path, raw, headers)
 
     def call(self, method: str, path: str, body=None, expect: int = 200):
         """Sends a request, checks the status and JSON content type, returns the decoded body."""
