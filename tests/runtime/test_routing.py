@@ -53,6 +53,8 @@ def test_no_match(path):
 
 def test_query_parsing():
     assert parse_query(b"a=1&b=x%20y+z&a=2&&c") == {b"a": b"1", b"b": b"x y z", b"c": b""}
+    assert parse_query(b"limit=5&name=x") == {b"limit": b"5", b"name": b"x"}
+    assert parse_query(b"a%2Bb=1%2B2&c+d=e+f") == {b"a+b": b"1+2", b"c d": b"e f"}
 
 
 @pytest.mark.parametrize("kind, raw, value", [
