@@ -274,6 +274,8 @@ class Parser:
             raise self.fail(f"the argument of @{name.value} must be a string literal, found "
                             f"{self.tok.describe()}")
         path = self.advance()
+        if self.at(",") and self.peek().kind == ")":  # a trailing comma, allowed as in any call
+            self.advance()
         if not self.at(")"):
             raise self.fail(f"@{name.value} takes exactly one string literal argument")
         self.advance()
@@ -713,9 +715,14 @@ class Parser:
         raise self.fail(f"expected an expression, found {tok.describe()}")
 
     def negated(self) -> bool:
-        """Is the literal just consumed the direct operand of a unary minus?"""
-        return self.pos >= 2 and self.tokens[self.pos - 2].kind == "-" and (
-            self.pos < 3 or self.tokens[self.pos - 3].kind not in _VALUE_END)
+        """Is the literal just consumed the direct operand of a unary minus written right
+        before it (`-9223372036854775808`, not `- 9223372036854775808`)?"""
+        if self.pos < 2:
+            return False
+        minus, literal = self.tokens[self.pos - 2], self.tokens[self.pos - 1]
+        return (minus.kind == "-"
+                and (minus.span.end_line, minus.span.end_col) == (literal.span.line, literal.span.col)
+                and (self.pos < 3 or self.tokens[self.pos - 3].kind not in _VALUE_END))
 
     def parenthesized(self) -> ast.Expr:
         start = self.advance()
