@@ -101,6 +101,19 @@ def test_binary_garbage_is_a_diagnostic_not_a_traceback(tmp_path: Path) -> None:
     assert "invalid UTF-8" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_invalid_utf8_shows_the_line_and_a_caret_under_the_bad_byte(tmp_path: Path) -> None:
+    (tmp_path / "u.svc").write_bytes(b'def main():\n    x = "ab\xff\x1b"\n')
+    result = svcc("check", "u.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[:5] == [
+        "error: invalid UTF-8 (byte 0xFF): source files must be UTF-8",
+        " --> u.svc:2:12",
+        "  |",
+        '2 |     x = "ab\ufffd\ufffd"',  # control characters are not sent to the terminal
+        "  |            ^",
+    ]
+
+
 def test_emit_python_prints_the_generated_modules(tmp_path: Path) -> None:
     (tmp_path / "hello.svc").write_text(GOOD)
     result = svcc("check", "--emit-python", "hello.svc", cwd=tmp_path)

@@ -89,9 +89,12 @@ def test_errors_in_several_files_are_all_reported(in_tmp: Path) -> None:
 def test_invalid_utf8_is_reported_at_the_first_bad_byte(in_tmp: Path) -> None:
     write(in_tmp, {"bad.svc": b'def main():\n    s = "\xc3\xa9\xc3(\xff"\n'})
     source, diagnostics = read_source("bad.svc")
-    assert source is None
     assert where(diagnostics) == [("bad.svc", 2, 11)]
     assert "invalid UTF-8" in diagnostics[0].message
+    # kept only to show the line under the caret, the bad bytes replaced
+    assert source.line_text(2) == '    s = "\u00e9\ufffd(\ufffd"'
+    modules, sources, diagnostics = load_modules("bad.svc")
+    assert modules == [] and where(diagnostics) == [("bad.svc", 2, 11)] and "bad.svc" in sources
 
 
 def test_a_byte_order_mark_is_ignored(in_tmp: Path) -> None:

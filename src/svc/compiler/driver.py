@@ -21,7 +21,9 @@ from svc.compiler.source import SourceFile, Span
 
 def read_source(path: str, at: Span | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Read and decode one file. Problems are reported at `at` (an import's string), or at
-    the file itself; invalid UTF-8 is reported at the first bad byte."""
+    the file itself; invalid UTF-8 is reported at the first bad byte. A file that is not
+    UTF-8 comes back with its diagnostic and a copy decoded with U+FFFD in place of the bad
+    bytes: that copy is only for showing the line under the caret, never for parsing."""
     where = at or Span(path, 1, 1, 1, 1)
     if os.path.isdir(path):
         return None, [Diagnostic(f"'{path}' is a directory, not a .svc file", where)]
@@ -36,7 +38,8 @@ def read_source(path: str, at: Span | None = None) -> tuple[SourceFile | None, l
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [_invalid_utf8(path, data, exc.start)]
+        return (SourceFile(path, data.decode("utf-8", errors="replace")),
+                [_invalid_utf8(path, data, exc.start)])
     if text.startswith("\ufeff"):
         text = text[1:]
     return SourceFile(path, text), []
@@ -59,7 +62,7 @@ def load_modules(entry: str) -> tuple[list[syntax.Module], dict[str, SourceFile]
     that closes it; a missing file at the import's string."""
     loader = _Loader()
     source, diagnostics = read_source(os.path.normpath(entry))
-    if source is not None:
+    if loader.readable(source, diagnostics):
         loader.load(source, [])
     return loader.modules, loader.sources, diagnostics + loader.diagnostics
 
@@ -70,6 +73,13 @@ class _Loader:
         self.sources: dict[str, SourceFile] = {}
         self.diagnostics: list[Diagnostic] = []
         self.loaded: dict[str, str] = {}  # real path -> display path, once parsed
+
+    def readable(self, source: SourceFile | None, diagnostics: list[Diagnostic]) -> bool:
+        """Was the file read cleanly? A file that is not UTF-8 is kept for showing its
+        diagnostic, but not parsed."""
+        if source is not None and diagnostics:
+            self.sources[source.path] = source
+        return source is not None and not diagnostics
 
     def load(self, source: SourceFile, stack: list[tuple[str, str]]) -> None:
         """Parse `source`, then its imports depth first; `stack` holds the (real path,
@@ -103,7 +113,7 @@ class _Loader:
             item.resolved_path = self.loaded[real]
             return
         source, diagnostics = read_source(path, at=self._string_span(item, importer))
-        if source is None:
+        if not self.readable(source, diagnostics):
             self.diagnostics += [self._missing(d, item, path) for d in diagnostics]
             return
         item.resolved_path = source.path
@@ -167,8 +177,8 @@ def _load_project(directory: str) -> tuple[Any, list[Diagnostic], SourceFile | N
     """Read `svc.toml` of `directory`: (Project or None, diagnostics, the config source)."""
     from svc.project import config_path, load_project
     config, diagnostics = read_source(os.path.normpath(config_path(directory)))
-    if config is None:
-        return None, diagnostics, None
+    if config is None or diagnostics:
+        return None, diagnostics, config
     project, diagnostics = load_project(directory, config)
     return project, diagnostics, config
 
