@@ -34,6 +34,23 @@ def test_sync_main_prints_and_exits_0(tmp_path):
     assert (result.returncode, result.stdout, result.stderr) == (0, "hi 42\n", "")
 
 
+def test_what_check_accepts_runs_even_at_the_operator_limit(tmp_path):
+    """The longest expression the parser accepts (1,000 operators, nested in calls) must also
+    get through code generation and Python's compiler; one more operator is a diagnostic."""
+    call_chain = "1"
+    for _ in range(90):
+        call_chain = f"f({call_chain} + {' + '.join(['1'] * 5)})"
+    longest = call_chain + " + " + " + ".join(["1"] * 550)  # 90 * 5 + 550 = 1,000 operators
+    program = "def f(x: i64) -> i64:\n    return x\n\ndef main():\n    print(str({}))\n"
+    (tmp_path / "long.svc").write_text(program.format(longest))
+    (tmp_path / "too_long.svc").write_text(program.format(longest + " + 1"))
+    result = run_to_end(["run", str(tmp_path / "long.svc")])
+    assert (result.returncode, result.stdout, result.stderr) == (0, "1001\n", "")
+    result = run_to_end(["check", str(tmp_path / "too_long.svc")])
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "expression too long (more than 1000 operators)" in result.stderr
+
+
 def test_err_from_main_and_fault_in_main_exit_1(tmp_path):
     prog = _write(tmp_path / "err.svc", """
         async def main() -> Result[unit, Error]:

@@ -21,6 +21,10 @@ from svc.compiler.source import SourceFile, Span
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
 COMPARISONS = frozenset(("==", "!=", "<", ">", "<=", ">="))
 MAX_DEPTH = 200
+#: Binary operators in one outermost expression. A chain `a + b + ...` is parsed in a loop
+#: but is a left-deep tree to the later passes, which recurse over it: 1,000 keeps the code
+#: generator and Python's own compiler well inside RECURSION_LIMIT (they fail near 2,500).
+MAX_OPERATORS = 1000
 MAX_BLOCKS = 100
 RECURSION_LIMIT = 10_000
 NOT_PREC = 3
@@ -60,6 +64,7 @@ class Parser:
         self.quiet_lines = quiet_lines
         self.speculating = 0
         self.depth = 0  # expression nesting
+        self.operators = 0  # binary operators in the current outermost expression
         self.blocks = 0  # block nesting
 
     # --- token helpers ------------------------------------------------------------------------
@@ -539,6 +544,8 @@ class Parser:
 
     def expr(self, min_prec: int = 1) -> ast.Expr:
         """Precedence climbing over the binary operators (all left-associative) and `not`."""
+        if self.depth == 0:
+            self.operators = 0
         self.nest()
         try:
             return self.climb(min_prec)
@@ -564,6 +571,10 @@ class Parser:
             prec = BINARY_PREC.get(op)
             if prec is None or prec < min_prec:
                 return left
+            self.operators += 1
+            if self.operators > MAX_OPERATORS:
+                raise self.fail(f"expression too long (more than {MAX_OPERATORS} operators); "
+                                "split it into several statements")
             self.advance()
             right = self.expr(prec + 1)
             left = ast.Binary(left.span.to(right.span), op, left, right)
