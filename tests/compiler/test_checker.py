@@ -254,8 +254,13 @@ def test_a_10000_line_program_checks_quickly() -> None:
 
 
 def test_long_operator_chains_check_and_absurd_ones_are_a_diagnostic() -> None:
-    program = checked("def main():\n    x = 1" + " + 1" * 3000 + "\n")
+    program = checked("def main():\n    x = 1" + " + 1" * 1000 + "\n")
     assert body(program, "main")[0].value.type == I64
-    module, _ = parse(SourceFile("t.svc", "def main():\n    x = 1" + " + 1" * 30000 + "\n"))
+    # The parser refuses chains this long; a tree built by hand still meets the checker's guard.
+    module, _ = parse(SourceFile("t.svc", "def main():\n    x = 1 + 1\n"))
+    statement = module.items[0].body[0]
+    for _ in range(30000):
+        statement.value = syntax.Binary(statement.value.span, "+", statement.value,
+                                        syntax.IntLit(statement.value.span, 1))
     _, diagnostics = check([module], "t.svc")
     assert [d.message for d in diagnostics] == ["expression or block nested too deeply to check"]

@@ -279,4 +279,11 @@ def test_long_chains_do_not_recurse() -> None:
     while chain.orelse:
         chain, depth = chain.orelse[0], depth + 1
     assert depth == 2999
-    assert isinstance(expr(" + ".join(["1"] * 5000)), ast.Binary)
+    assert isinstance(expr(" + ".join(["1"] * 1001)), ast.Binary)  # 1,000 operators, the most
+
+
+def test_an_expression_with_more_than_1000_operators_is_a_diagnostic() -> None:
+    line = "    x = " + " + ".join(["1"] * 1002)
+    column = line.index("+", len(line) - 5) + 1  # at the 1,001st operator
+    assert errors("def main():\n" + line + "\n") == [(2, column, (
+        "expression too long (more than 1000 operators); split it into several statements"))]
