@@ -103,8 +103,12 @@ class Checker:
             earlier = self.definitions.get(item.name)
             if earlier is not None:
                 where = earlier.decl.name_span
+                shared = "" if earlier.file == module.path else (
+                    " (top-level names are shared by all the files of a program)")
                 self.error(f"'{item.name}' is already defined at "
-                           f"{where.file}:{where.line}:{where.col}", item.name_span)
+                           f"{where.file}:{where.line}:{where.col}{shared}", item.name_span)
+                # Still this file's name, so its uses here do not also read as not imported.
+                self.own[module.path].append(item.name)
                 continue
             self.definitions[item.name] = Definition(kind, item, module.path)
             self.own[module.path].append(item.name)
