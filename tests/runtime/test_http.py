@@ -170,6 +170,15 @@ def test_expect_100_continue_over_limit_is_413_at_once(server):
         assert client.closed_by_peer()
 
 
+def test_content_length_too_big_for_64_bits_is_413(server):
+    with Client(server.port) as client:
+        client.send(b"POST /raw HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n")
+        resp = client.response()
+        assert (resp.status, resp.json()) == (413, {"error": "request body too large"})
+        assert client.closed_by_peer()
+    assert re.search(r"^POST /raw 413 \d+\.\dms$", server.log(), re.M)
+
+
 def test_headers_over_64k_are_431(server):
     with Client(server.port) as client:
         client.send(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")

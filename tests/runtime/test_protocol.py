@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from http_testkit import request
@@ -76,6 +77,34 @@ def test_limits():
     big = b"GET / HTTP/1.1\r\nX: " + b"a" * HEAD_LIMIT + b"\r\n\r\n"
     assert feed_all(big) == [Reject(431, "request header fields too large")]
     assert feed_all(big, 1000) == [Reject(431, "request header fields too large")]
+
+
+def _head_of(size: int, method: bytes) -> bytes:
+    """A request head of exactly `size` bytes: request line, one padded header, blank line."""
+    line = method + b" /h HTTP/1.1\r\n"
+    head = line + b"X: " + b"a" * (size - len(line) - 7) + b"\r\n\r\n"
+    assert len(head) == size
+    return head
+
+
+@pytest.mark.parametrize("method", [b"GET", b"POST", b"DELETE"])
+@pytest.mark.parametrize("chunk", [None, 1000])
+def test_head_limit_is_exactly_64_kib(method, chunk):
+    [req] = feed_all(_head_of(HEAD_LIMIT, method), chunk)
+    assert req.method == method.decode()
+    assert feed_all(_head_of(HEAD_LIMIT + 1, method), chunk) == [Reject(431, "request header fields too large")]
+
+
+def test_content_length_beyond_64_bits_is_413_not_400():
+    huge = b"POST /x HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n"
+    assert feed_all(huge) == [Reject(413, "request body too large")]
+
+
+def test_a_refusal_after_the_request_line_names_the_request():
+    [reject] = feed_all(b"POST /upload?big=1 HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n")
+    assert (reject.status, reject.method, reject.path) == (413, "POST", "/upload")
+    [reject] = feed_all(b"GARBAGE\r\n\r\n")
+    assert (reject.status, reject.method, reject.path) == (400, "-", "-")
 
 
 def test_reject_is_final():

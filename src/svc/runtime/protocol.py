@@ -35,6 +35,11 @@ _SPECIAL = {
 }
 #: Names are lower-cased and looked up only when their length could match (hot path).
 _SPECIAL_LENGTHS = frozenset(len(name) for name in _SPECIAL)
+#: The head is measured as if written canonically: `METHOD SP url SP HTTP/1.1 CRLF`, each
+#: header `name: value CRLF`, then CRLF. That is 14 bytes plus the method, the URL and
+#: 4 per header; the method's length is looked up only for a head that is near the limit.
+_HEAD_OVERHEAD = 14
+_LONGEST_METHOD = 16
 
 
 class Request:
@@ -67,13 +72,19 @@ class Request:
 
 
 class Reject:
-    """The request cannot be served: answer `status` with `reason`, then close."""
+    """The request cannot be served: answer `status` with `reason`, then close.
 
-    __slots__ = ("status", "reason")
+    `method` and `path` name the refused request for the access log when its request line
+    was read whole (a body over the limit, say), and are "-" when it was not (garbage bytes).
+    """
 
-    def __init__(self, status: int, reason: str) -> None:
+    __slots__ = ("status", "reason", "method", "path")
+
+    def __init__(self, status: int, reason: str, method: str = "-", path: str = "-") -> None:
         self.status = status
         self.reason = reason
+        self.method = method
+        self.path = path
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Reject) and (self.status, self.reason) == (other.status, other.reason)
@@ -132,12 +143,13 @@ class HttpConnection:
             self._start_upgrade(data, exc)
         except httptools.HttpParserCallbackError as exc:
             refusal = exc.__context__
-            if isinstance(refusal, _Refuse):
-                self._refuse(refusal.reject)
+            if isinstance(refusal, _Refuse):  # raised by a callback: the request line is whole
+                reject = refusal.reject
+                self._refuse(Reject(reject.status, reject.reason, *self.target()))
             else:  # a bug of ours: still never raise out of feed
                 self._refuse(Reject(400, "malformed request"))
         except httptools.HttpParserError as exc:
-            self._refuse(Reject(400, f"malformed request: {exc}"))
+            self._refuse(_parse_error(exc))
         else:
             if not self.in_body:
                 if self._message_ended:  # this chunk ended a message; its tail may start another
@@ -146,6 +158,19 @@ class HttpConnection:
                 else:
                     self._guard_head(len(data))
         return events
+
+    def target(self) -> tuple[str, str]:
+        """(method, path) of the request being read, once its request line is complete.
+
+        For the log line of a request refused or timed out before it was whole (a body that
+        stops arriving); not on the hot path.
+        """
+        url = self._url
+        if url[:1] == b"/":
+            path = url.partition(b"?")[0]
+        else:  # absolute form; the whole target, but never its query
+            path = url.partition(b"?")[0] or b"-"
+        return self._parser.get_method().decode("latin-1"), path.decode("latin-1")
 
     def take_upgrade_data(self) -> bytes:
         """Bytes received after the upgrade request, for the upgraded protocol."""
@@ -202,7 +227,8 @@ class HttpConnection:
         if special is not None or not parser.should_keep_alive():
             if parser.get_http_version() not in _VERSIONS:
                 raise _Refuse(400, "unsupported HTTP version")
-        if self._head_size + 4 * len(self._headers) + len(self._url) + 24 > HEAD_LIMIT:
+        size = self._head_size + 4 * len(self._headers) + len(self._url) + _HEAD_OVERHEAD
+        if size + _LONGEST_METHOD > HEAD_LIMIT and size + len(parser.get_method()) > HEAD_LIMIT:
             raise _Refuse(431, "request header fields too large")
         self.in_body = True
         if special is not None:
@@ -261,6 +287,13 @@ class HttpConnection:
         self._special = None
         self.in_body = False
         self._message_ended = True
+
+
+def _parse_error(exc: httptools.HttpParserError) -> Reject:
+    """400 for bytes that are not HTTP; a Content-Length too big for 64 bits is a body too large."""
+    if "Content-Length overflow" in str(exc):
+        return Reject(413, "request body too large")
+    return Reject(400, f"malformed request: {exc}")
 
 
 def _may_upgrade(parser: httptools.HttpRequestParser, special: dict | None, method: bytes) -> bool:

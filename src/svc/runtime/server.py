@@ -79,6 +79,7 @@ class Connection(asyncio.Protocol):
         self.pending: deque = deque()
         self.phase = WAITING
         self.deadline = 0.0
+        self.head_at = 0.0  # perf_counter() when the current body's headers completed
         self.busy = False
         self.closing = False
         self.paused = False  # reading paused: too many queued requests
@@ -132,8 +133,13 @@ class Connection(asyncio.Protocol):
             self._drain_pending()
             self._flush()
         if self.phase == WAITING and self.http.in_body:
-            self.phase = RECEIVING
-            self.deadline = self.loop.time() + PROCESSING_LIMIT
+            self._start_receiving()
+
+    def _start_receiving(self) -> None:
+        """Headers complete, body still to come: the 2-second processing limit starts now."""
+        self.phase = RECEIVING
+        self.deadline = self.loop.time() + PROCESSING_LIMIT
+        self.head_at = perf_counter()
 
     def pause_writing(self) -> None:
         """The peer reads slower than we answer: stop reading its requests until it catches up."""
@@ -161,7 +167,7 @@ class Connection(asyncio.Protocol):
             self._timed_out()
         elif phase == RECEIVING:
             self.deadline = 0.0
-            self._reject(Reject(504, "request timed out"))
+            self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
         elif phase in (WAITING, LINGERING):
             self.deadline = 0.0
             self.transport.close()
@@ -187,7 +193,7 @@ class Connection(asyncio.Protocol):
 
     def _handle(self, req: Request) -> None:
         """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
-        req.started = perf_counter()
+        req.started = self.head_at if self.phase == RECEIVING else perf_counter()
         router = self.app.router
         entry = router.static.get(req.path)
         if entry is None:
@@ -278,8 +284,7 @@ class Connection(asyncio.Protocol):
             return
         self._drain_pending()
         if self.phase == WAITING and self.http.in_body:
-            self.phase = RECEIVING
-            self.deadline = self.loop.time() + PROCESSING_LIMIT
+            self._start_receiving()
 
     def _answer(self, req: Request, route, value) -> None:
         if route.result == "json" and value.__class__ is not SvcError:  # the common case
@@ -327,10 +332,11 @@ class Connection(asyncio.Protocol):
         else:
             self._linger()
 
-    def _reject(self, reject: Reject) -> None:
+    def _reject(self, reject: Reject, started: float | None = None) -> None:
         """A request the parser refused: answer and close (its body, if any, is unread)."""
         self._write(render(reject.status, JSON, error_body(reject.reason), False))
-        self.app.log.access("-", "-", reject.status, perf_counter())
+        self.app.log.access(reject.method, reject.path, reject.status,
+                            perf_counter() if started is None else started)
         self._linger()
 
     # --- output and closing ------------------------------------------------------------------
