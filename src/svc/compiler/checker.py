@@ -159,6 +159,11 @@ class Checker:
             if inner in (UNIT, NONE) or isinstance(inner, Opt):
                 self.error(f"'{format_type(inner)}?' is not a valid type", texpr.span)
                 return UNKNOWN
+            if isinstance(inner, ResultOf) and (inner.ok == UNIT or isinstance(inner.ok, Opt)):
+                # unboxed at run time, ok(()) or ok(None) would read as the optional's None
+                self.error(f"'{format_type(inner)}?' is not a valid type: its ok value can be "
+                           "None, which would read as the optional's None", texpr.span)
+                return UNKNOWN
             return UNKNOWN if inner == UNKNOWN else Opt(inner)
         name, args = texpr.name, texpr.args
         if name in _PRIMS or name in ("List", "Result", "view"):
@@ -207,9 +212,9 @@ class Checker:
             self.error(f"the error type of a Result must be Error, found {format_type(err)}",
                        texpr.args[1].span)
             return UNKNOWN
-        if ok == ERROR:
-            self.error("Result[Error, Error] is not allowed: an Error cannot be the success "
-                       "value of a Result", texpr.span)
+        if ok == ERROR or ok == Opt(ERROR):
+            self.error(f"Result[{format_type(ok)}, Error] is not allowed: an Error cannot be the "
+                       "success value of a Result", texpr.span)
             return UNKNOWN
         if isinstance(ok, ResultOf):
             self.error("a Result cannot hold another Result", texpr.span)
@@ -234,6 +239,9 @@ class Checker:
             if f.name in seen:
                 self.error(f"field '{f.name}' is declared twice in class {decl.name}", f.span)
                 continue
+            if len(f.name) > 4 and f.name.startswith("__") and f.name.endswith("__"):
+                self.error(f"field name '{f.name}' is reserved: a field name cannot both begin "
+                           "and end with '__'", f.span)
             seen.add(f.name)
             fields.append((f.name, t))
         return ClassInfo(decl.name, fields, decl, file)
