@@ -383,12 +383,19 @@ class Watchdog:
     def _watch(self) -> None:
         import ctypes
 
-        woke = self._clock()
+        import time
+
+        woke, used = self._clock(), time.process_time()
         while not self._stopped.wait(self.BEAT_SECONDS):
-            now = self._clock()
+            now, cpu = self._clock(), time.process_time()
             slept, woke = now - woke, now
-            if slept > 5 * self.BEAT_SECONDS:  # the whole process was stalled (SIGSTOP, swap):
-                self._beat = now               # not the loop's fault, start counting again
+            spent, used = cpu - used, cpu
+            # A late wake-up with little CPU spent means the whole process was stalled (SIGSTOP,
+            # swap): not the loop's fault, start counting again. A late wake-up with the CPU
+            # busy means the loop's thread held the GIL in one long C call (a huge string
+            # copy): that is the handler's time and counts.
+            if slept > 5 * self.BEAT_SECONDS and spent < slept / 2:
+                self._beat = now
             elif now - self._beat > self.STALL_SECONDS:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(self._target), ctypes.py_object(SvcTimeout))
