@@ -141,6 +141,16 @@ def test_database_handlers(server):
     assert _error(server.request("POST", "/rows", {"id": 3, "label": "again"}), 500) == "internal error"
 
 
+@pytest.mark.parametrize("path", ["/ratio", "/priced", "/priced-maybe", "/encoded"])
+def test_an_inf_or_nan_f64_in_a_result_is_a_logged_500_not_null(server, path):
+    finite = server.request("GET", f"{path}?a=1&b=4")
+    assert finite.status == 200 and "0.25" in finite.body.decode()
+    assert "null" in server.request("GET", "/priced?a=1&b=4").body.decode()  # note: None is fine
+    for query in ("a=1&b=0", "a=-1&b=0", "a=0&b=0", "a=1e300&b=1e-300"):
+        assert _error(server.request("GET", f"{path}?{query}"), 500) == "internal error"
+    assert "inf or NaN, which JSON cannot carry" in server.log(until="JSON cannot carry")
+
+
 def test_handlers_past_the_processing_limit_answer_504(server):
     """Both a handler that awaits too long and one that computes without ever awaiting (which
     the support watchdog interrupts) time out; the server keeps serving."""

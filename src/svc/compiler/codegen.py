@@ -559,10 +559,26 @@ class _ModuleGen:
     def route(self, r) -> ast.expr:
         params = [self.route_param(p) for p in r.params]
         handler = sync_twin_name(r.function) if r.function in self.sync_twins else global_name(r.function)
+        floats = self.holds_f64(self.program.functions[r.function].returns, set())
         call = _call(self.rt_route("Route"), [
             ast.Constant(r.method), ast.Constant(r.path), _name(handler),
-            ast.Tuple(elts=params, ctx=ast.Load()), ast.Constant(r.result)])
+            ast.Tuple(elts=params, ctx=ast.Load()), ast.Constant(r.result), ast.Constant(floats)])
         return _located(call, r.span)
+
+    def holds_f64(self, t: T.Type, seen: set[str]) -> bool:
+        """Whether a value of type `t` can contain an f64 (the server then refuses inf/NaN)."""
+        if t == T.F64:
+            return True
+        if isinstance(t, (T.Opt, T.View)):
+            return self.holds_f64(t.inner, seen)
+        if isinstance(t, T.ListOf):
+            return self.holds_f64(t.elem, seen)
+        if isinstance(t, T.ResultOf):
+            return self.holds_f64(t.ok, seen)
+        if isinstance(t, T.ClassRef) and t.name not in seen:
+            seen.add(t.name)
+            return any(self.holds_f64(ft, seen) for _, ft in self.program.classes[t.name].fields)
+        return False
 
     def route_param(self, p) -> ast.expr:
         if p.source == "body":

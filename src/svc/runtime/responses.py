@@ -14,7 +14,7 @@ from http import HTTPStatus
 
 import msgspec
 
-from svc.runtime.support import STATUS_BY_KIND, Html, SvcError
+from svc.runtime.support import STATUS_BY_KIND, Html, SvcError, require_finite
 
 JSON = b"application/json"
 HTML = b"text/html; charset=utf-8"
@@ -137,21 +137,30 @@ def error_for(err: SvcError) -> tuple[int, bytes, str | None]:
     return status, error_body(err.message), None
 
 
-def result_for(kind: str, value: object) -> tuple[int, bytes | None, bytes, str | None]:
+def encode_result(value: object, floats: bool) -> bytes:
+    """A handler's JSON result; `floats` says its type holds an f64, which must be finite."""
+    body = _encoder.encode(value)
+    if floats and b"null" in body:
+        require_finite(value)
+    return body
+
+
+def result_for(kind: str, value: object, floats: bool = False
+               ) -> tuple[int, bytes | None, bytes, str | None]:
     """(status, content type, body, log detail) for a handler's unboxed result.
 
-    Raises (TypeError, msgspec.EncodeError) when a value cannot be encoded; the caller
-    answers 500 and logs it like any other fault.
+    Raises (TypeError, msgspec.EncodeError, SvcFault for an inf or NaN f64) when a value
+    cannot be encoded; the caller answers 500 and logs it like any other fault.
     """
     if isinstance(value, SvcError):
         status, body, detail = error_for(value)
         return status, JSON, body, detail
     if kind == "json":
-        return 200, JSON, _encoder.encode(value), None
+        return 200, JSON, encode_result(value, floats), None
     if kind == "json_optional":
         if value is None:
             return 404, JSON, NOT_FOUND, None
-        return 200, JSON, _encoder.encode(value), None
+        return 200, JSON, encode_result(value, floats), None
     if kind == "html":
         if not isinstance(value, Html):
             raise TypeError(f"html route returned {type(value).__name__}, not Html")

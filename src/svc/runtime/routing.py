@@ -53,6 +53,7 @@ class Route:
     handler: Callable[..., Any]
     params: tuple[Param, ...] = ()
     result: str = "json"
+    floats: bool = False  # the result's type holds an f64: an inf or NaN one is a fault
 
 
 class BindError(Exception):
@@ -173,7 +174,7 @@ class CompiledRoute:
     """A Route ready to run: how to bind each parameter and how to answer its result."""
 
     __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index",
-                 "is_async", "never_suspends", "fixed")
+                 "is_async", "never_suspends", "fixed", "floats")
 
     def __init__(self, route: Route, capture_names: list[str]) -> None:
         self.route = route
@@ -182,6 +183,7 @@ class CompiledRoute:
         self.never_suspends = eager.never_suspends(route.handler)
         self.fixed = responses.Fixed(200, responses.TEXT, route.handler()) if route.result == "text" else None
         self.result = route.result
+        self.floats = route.floats
         self.params = route.params
         self.needs_query = any(p.source == "query" for p in route.params)
         self.decoders = {

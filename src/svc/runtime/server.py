@@ -36,7 +36,7 @@ from svc.runtime.protocol import CONTINUE, HttpConnection, Reject, Request
 from svc.runtime.responses import JSON, TEXT, encode_json as _encode_json, error_body, render
 from svc.runtime.routing import BindError, Route, Router
 from svc.runtime.serverlog import ServerLog
-from svc.runtime.support import SvcError, SvcTimeout
+from svc.runtime.support import SvcError, SvcTimeout, require_finite
 from svc.runtime.websocket import EchoSession
 
 PROCESSING_LIMIT = 2.0
@@ -290,11 +290,13 @@ class Connection(asyncio.Protocol):
         if route.result == "json" and value.__class__ is not SvcError:  # the common case
             try:
                 body = _encode_json(value)
+                if route.floats and b"null" in body:  # an inf or NaN f64 came out as null
+                    require_finite(value)
             except Exception as exc:
                 return self._fault(req, exc)
             return self._finish(req, 200, JSON, body)
         try:
-            status, ctype, body, detail = responses.result_for(route.result, value)
+            status, ctype, body, detail = responses.result_for(route.result, value, route.floats)
         except Exception as exc:
             return self._fault(req, exc)
         if detail is not None:

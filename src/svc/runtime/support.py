@@ -429,9 +429,33 @@ _decoders: dict = {}
 def json_encode(value) -> str:
     """`json_encode(v)`: compact JSON text (classes as objects with their fields in order)."""
     try:
-        return _encoder.encode(value).decode("utf-8")
+        data = _encoder.encode(value)
     except (TypeError, ValueError, OverflowError) as exc:
         raise SvcFault(f"cannot encode as JSON: {exc}") from None
+    if b"null" in data:
+        require_finite(value)
+    return data.decode("utf-8")
+
+
+def require_finite(value) -> None:
+    """Fault on an f64 that is inf or NaN anywhere in `value`: JSON has no form for it.
+
+    msgspec writes such floats as `null`, which would turn a number field into a missing
+    value; callers look only when the encoded bytes contain a `null`.
+    """
+    if not _finite(value):
+        raise SvcFault("cannot encode as JSON: an f64 value is inf or NaN, which JSON cannot carry")
+
+
+def _finite(value) -> bool:
+    if value.__class__ is float:
+        return math.isfinite(value)
+    if value.__class__ is list:
+        return all(_finite(item) for item in value)
+    fields = getattr(value, "__struct_fields__", None)
+    if fields is not None:
+        return all(_finite(getattr(value, name)) for name in fields)
+    return True
 
 
 def json_decode(tp, data) -> object:
