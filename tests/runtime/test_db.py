@@ -190,6 +190,22 @@ def test_exec_counts_changed_rows(tmp_path):
     assert run(main()) == (0, 3, 2, 0)
 
 
+def test_exec_counts_rows_of_with_and_returning_statements(tmp_path):
+    """sqlite3's rowcount says -1 or 0 for these; the count must still be the rows changed."""
+    async def main():
+        db = await fresh(tmp_path)
+        await db_exec(db, "CREATE TABLE t (n INTEGER)")
+        return (
+            await db_exec(db, "WITH c(x) AS (SELECT 1 UNION ALL SELECT 2) INSERT INTO t SELECT x FROM c"),
+            await db_exec(db, "INSERT INTO t VALUES (3), (4), (5) RETURNING n"),
+            await db_exec(db, "WITH d(x) AS (SELECT 2) DELETE FROM t WHERE n > (SELECT x FROM d)"),
+            await db_exec(db, "UPDATE t SET n = n + 1 RETURNING n"),
+            await db_exec(db, "CREATE INDEX t_n ON t (n)"),
+        )
+
+    assert run(main()) == (2, 3, 3, 2, 0)
+
+
 def test_numbered_and_anonymous_placeholders(tmp_path):
     class Pair(msgspec.Struct):
         a: str

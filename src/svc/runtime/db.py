@@ -386,12 +386,26 @@ async def db_one(cls: type, db: Db, sql: str, *args) -> object | None | SvcError
     return await db._submit(_ONE, sql, args, cls)
 
 
+def _rows_changed(conn: sqlite3.Connection, sql: str, args: tuple) -> int:
+    """`db_exec`'s count: the rows the statement inserted, updated or deleted.
+
+    sqlite3's `rowcount` is -1 for a statement that does not start with INSERT, UPDATE,
+    DELETE or REPLACE (`WITH ... INSERT`), and counts a `RETURNING` statement only once its
+    rows are read; the connection's change counter covers the first case.
+    """
+    before = conn.total_changes
+    cursor = conn.execute(sql, args)
+    cursor.fetchall()
+    count = cursor.rowcount
+    return count if count >= 0 else conn.total_changes - before
+
+
 def _execute(conn: sqlite3.Connection, op: str, sql: str, args: tuple, cls: type | None):
     """Run one job on the database thread; every failure becomes a `database` SvcError."""
     try:
-        cursor = conn.execute(sql, args)
         if op is _EXEC:
-            return max(cursor.rowcount, 0)
+            return _rows_changed(conn, sql, args)
+        cursor = conn.execute(sql, args)
         if op is _ONE:
             row = cursor.fetchone()
             return None if row is None else _mapper(cls, cursor.description)(row)
