@@ -33,13 +33,13 @@ _SPECIAL = {
     b"connection": "connection",
     b"upgrade": "upgrade",
 }
-#: Names are lower-cased and looked up only when their length could match (hot path).
-_SPECIAL_LENGTHS = frozenset(len(name) for name in _SPECIAL)
+#: A header name is lower-cased and looked up only when its length and first letter could
+#: match one of these (hot path): `Accept`, `User-Agent` or `Sec-Fetch-Mode` are not.
+_SPECIAL_SHAPES = frozenset(len(name) << 8 | name[0] for name in _SPECIAL)
 #: The head is measured as if written canonically: `METHOD SP url SP HTTP/1.1 CRLF`, each
 #: header `name: value CRLF`, then CRLF. That is 14 bytes plus the method, the URL and
-#: 4 per header; the method's length is looked up only for a head that is near the limit.
+#: 4 per header.
 _HEAD_OVERHEAD = 14
-_LONGEST_METHOD = 16
 
 
 class Request:
@@ -106,7 +106,7 @@ class _Refuse(Exception):
 class HttpConnection:
     """Parses one connection's byte stream. States: open, upgraded, closed."""
 
-    __slots__ = ("_parser", "_events", "_url", "_headers", "_head_size", "_head_bytes",
+    __slots__ = ("_parser", "_events", "_url", "_headers", "_fed", "_head_bytes", "_keep_alive",
                  "_message_ended", "_body", "_body_size", "_special", "_continue_at",
                  "in_body", "upgraded", "closed", "_upgrade_buffer")
 
@@ -115,8 +115,9 @@ class HttpConnection:
         self._events: list = []
         self._url = b""
         self._headers: list[tuple[bytes, bytes]] = []
-        self._head_size = 0
-        self._head_bytes = 0
+        self._fed = 0  # bytes of the chunk being parsed
+        self._head_bytes = 0  # bytes received before it since the current message began
+        self._keep_alive = True
         self._message_ended = False
         self._body: list[bytes] = []
         self._body_size = 0
@@ -137,6 +138,7 @@ class HttpConnection:
                 self._upgrade_buffer.append(data)
             return []
         events = self._events = []
+        self._fed = len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
@@ -203,9 +205,8 @@ class HttpConnection:
         self._url += url  # b"" + url is url itself: no copy for a URL that arrives whole
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._head_size += len(name) + len(value)
         self._headers.append((name, value))
-        if len(name) in _SPECIAL_LENGTHS:
+        if (len(name) << 8 | name[0] | 32) in _SPECIAL_SHAPES:  # | 32: lower-case the letter
             self._note_special(name, value)
 
     def _note_special(self, name: bytes, value: bytes) -> None:
@@ -224,15 +225,21 @@ class HttpConnection:
         special = self._special
         # llhttp also admits HTTP/0.9 and 2.0; both parse as "not keep-alive" unless a
         # Connection header says otherwise, so the (slow) version string is built only then.
-        if special is not None or not parser.should_keep_alive():
+        keep_alive = self._keep_alive = parser.should_keep_alive()
+        if special is not None or not keep_alive:
             if parser.get_http_version() not in _VERSIONS:
                 raise _Refuse(400, "unsupported HTTP version")
-        size = self._head_size + 4 * len(self._headers) + len(self._url) + _HEAD_OVERHEAD
-        if size + _LONGEST_METHOD > HEAD_LIMIT and size + len(parser.get_method()) > HEAD_LIMIT:
+        # The bytes received since the message began bound its head: measure only past 64 KiB.
+        if self._head_bytes + self._fed > HEAD_LIMIT and self._head_size() > HEAD_LIMIT:
             raise _Refuse(431, "request header fields too large")
         self.in_body = True
         if special is not None:
             self._check_framing(special)
+
+    def _head_size(self) -> int:
+        """The head's size as if written canonically (see _HEAD_OVERHEAD)."""
+        headers = sum(len(name) + len(value) + 4 for name, value in self._headers)
+        return headers + len(self._url) + len(self._parser.get_method()) + _HEAD_OVERHEAD
 
     def _check_framing(self, special: dict[str, bytes]) -> None:
         coding = special.get("transfer_encoding")
@@ -280,10 +287,9 @@ class HttpConnection:
             upgrade = _may_upgrade(parser, special, raw_method)
         events.append(Request(
             _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
-            query, self._headers, body, parser.should_keep_alive(), content_type, upgrade))
+            query, self._headers, body, self._keep_alive, content_type, upgrade))
         self._url = b""
         self._headers = []
-        self._head_size = 0
         self._special = None
         self.in_body = False
         self._message_ended = True

@@ -207,7 +207,7 @@ class Connection(asyncio.Protocol):
         if route is None:
             return self._finish(req, 405, JSON, responses.METHOD_NOT_ALLOWED, entry.allow)
         if route.fixed is not None:  # /health: bytes rendered once per second
-            keep = self._keeps_alive(req)
+            keep = req.keep_alive and not self.closing and not req.upgrade  # _keeps_alive
             return self._send(req, 200, keep, route.fixed.render(keep, req.method != "HEAD"))
         kind = route.result
         if kind == "stream":
