@@ -157,6 +157,20 @@ class Client:
         body = self._exact(int(headers.get("content-length", "0")))
         return Response(code, reason, headers, header_list, body)
 
+    def readable_within(self, seconds: float) -> bool:
+        """True when the server sends something (or closes) within `seconds`."""
+        if self.buffer:
+            return True
+        self.sock.settimeout(seconds)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            return False
+        finally:
+            self.sock.settimeout(10)
+        self.buffer += data
+        return True
+
     def closed_by_peer(self, timeout: float = 5) -> bool:
         """True when the server closes the connection (EOF or reset) within `timeout`."""
         self.sock.settimeout(timeout)

@@ -162,6 +162,32 @@ def test_expect_100_continue_accepted(server):
         assert client.response().body == b"5"
 
 
+@pytest.mark.parametrize("head, status, header", [
+    (b"POST /nowhere HTTP/1.1\r\nContent-Length: 5\r\n", 404, None),
+    (b"POST /hello HTTP/1.1\r\nContent-Length: 5\r\n", 405, ("allow", "GET, HEAD")),
+    (b"PUT /users/3 HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n", 415, None),
+])
+def test_expect_100_continue_for_a_body_that_would_be_refused_gets_the_answer_at_once(
+        server, head, status, header):
+    with Client(server.port) as client:
+        client.send(head + b"Host: x\r\nExpect: 100-continue\r\n\r\n")
+        resp = client.response()  # the final answer, never a 100
+        assert resp.status == status
+        if header:
+            assert resp.headers[header[0]] == header[1]
+        assert client.closed_by_peer()
+    method, path = head.split(b" ")[:2]
+    assert re.search(rf"^{method.decode()} {path.decode()} {status} ", server.log(), re.M)
+
+
+def test_expect_100_continue_is_ignored_on_http_1_0(server):
+    with Client(server.port) as client:
+        client.send(b"POST /raw HTTP/1.0\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        assert not client.readable_within(0.5)  # no 100: the server waits for the body
+        client.send(b"hello")
+        assert client.response().body == b"5"
+
+
 def test_expect_100_continue_over_limit_is_413_at_once(server):
     with Client(server.port) as client:
         client.send(b"POST /raw HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from http_testkit import request
-from svc.runtime.protocol import CONTINUE, HEAD_LIMIT, HttpConnection, Reject, Request
+from svc.runtime.protocol import HEAD_LIMIT, Continue, HttpConnection, Reject, Request
 
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
 
@@ -61,13 +61,17 @@ def test_chunked_body_is_dechunked():
 
 def test_expect_continue_only_while_the_body_is_awaited():
     conn = HttpConnection()
-    assert conn.feed(b"POST / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n") == [CONTINUE]
+    [ask] = conn.feed(b"POST /p?q HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n"
+                      b"Content-Type: text/plain\r\n\r\n")
+    assert (ask.__class__, ask.method, ask.path, ask.content_type) == (Continue, "POST", "/p", b"text/plain")
     assert conn.in_body
     [req] = conn.feed(b"abc")
     assert req.body == b"abc" and not conn.in_body
     # the body came along with the headers: no 100 needed
     [req] = HttpConnection().feed(b"POST / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nabc")
     assert req.body == b"abc"
+    # RFC 9110 §10.1.1: HTTP/1.0 expectations are ignored
+    assert HttpConnection().feed(b"POST / HTTP/1.0\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n") == []
 
 
 def test_limits():
@@ -105,6 +109,12 @@ def test_a_refusal_after_the_request_line_names_the_request():
     assert (reject.status, reject.method, reject.path) == (413, "POST", "/upload")
     [reject] = feed_all(b"GARBAGE\r\n\r\n")
     assert (reject.status, reject.method, reject.path) == (400, "-", "-")
+    # refused by llhttp itself once the headers or the body were under way
+    for bad in (b"POST /e?x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                b"POST /e?x HTTP/1.1\r\nContent-Length: 30\r\nTransfer-Encoding: chunked\r\n\r\n",
+                b"POST /e?x HTTP/1.1\r\nContent-Length: -1\r\n\r\n"):
+        [reject] = feed_all(bad)
+        assert (reject.status, reject.method, reject.path) == (400, "POST", "/e"), bad
 
 
 def test_reject_is_final():
@@ -167,7 +177,7 @@ def _check_stream(data: bytes, cuts: list[int]) -> None:
     for piece in pieces:
         for event in conn.feed(piece):
             assert not seen_reject, "nothing may follow a Reject"
-            assert isinstance(event, (Request, Reject)) or event is CONTINUE
+            assert isinstance(event, (Request, Reject, Continue))
             if isinstance(event, Reject):
                 seen_reject = True
                 assert event.status in (400, 413, 431)

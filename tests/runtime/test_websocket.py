@@ -115,12 +115,15 @@ def test_new_message_during_fragmented_one_is_1002(server):
         assert frame.opcode == Opcode.CLOSE and frame.close_code == 1002
 
 
-def test_frames_sent_with_the_handshake_are_not_lost(server):
+def _handshake(version: str = "13", extra: str = "") -> bytes:
     key = base64.b64encode(os.urandom(16)).decode()
+    return (f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: {version}\r\n{extra}\r\n").encode()
+
+
+def test_frames_sent_with_the_handshake_are_not_lost(server):
     with Client(server.port) as client:
-        client.send((f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                     f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
-                    + Frame(Opcode.TEXT, b"eager").serialize(mask=True, extensions=[]))
+        client.send(_handshake() + Frame(Opcode.TEXT, b"eager").serialize(mask=True, extensions=[]))
         assert client.response().status == 101
         assert read_frame(client).data == b"eager"
 
@@ -137,6 +140,24 @@ def test_bad_handshake_is_refused(server):
                     b"Sec-WebSocket-Version: 13\r\n\r\n")  # no key
         resp = client.response()
         assert resp.status == 400 and "Sec-WebSocket-Key" in resp.json()["error"]
+        assert client.closed_by_peer()
+
+
+@pytest.mark.parametrize("version", ["8", "13, 8"])
+def test_an_unsupported_version_is_told_the_one_we_speak(server, version):
+    """RFC 6455 §4.2.2: the refusal carries Sec-WebSocket-Version."""
+    with Client(server.port) as client:
+        client.send(_handshake(version))
+        resp = client.response()
+        assert resp.status == 400 and resp.headers["sec-websocket-version"] == "13"
+
+
+def test_an_upgrade_request_with_a_body_is_refused(server):
+    """Its body would otherwise be read as WebSocket frames."""
+    with Client(server.port) as client:
+        client.send(_handshake(extra="Content-Length: 4\r\n") + b"abcd")
+        resp = client.response()
+        assert resp.status == 400 and resp.json() == {"error": "a WebSocket upgrade request has no body"}
         assert client.closed_by_peer()
 
 

@@ -4,7 +4,8 @@
 the events they complete:
 
 - a `Request` (headers and de-chunked body complete);
-- `CONTINUE` when a request asked for `Expect: 100-continue` and its body will be accepted;
+- a `Continue` when an HTTP/1.1 request asked for `Expect: 100-continue` and its body is
+  within the limit (the server still decides whether its route will take it);
 - a `Reject` (400, 413, 431) after which the connection is answered and closed; the
   machine then ignores everything that follows.
 
@@ -93,7 +94,22 @@ class Reject:
         return f"Reject({self.status}, {self.reason!r})"
 
 
-CONTINUE = "100-continue"
+class Continue:
+    """The request whose headers just ended waits for `100 Continue` before sending its body.
+
+    Carries what the server needs to refuse it at once instead (no route, wrong method, a
+    body type the route does not take).
+    """
+
+    __slots__ = ("method", "path", "content_type")
+
+    def __init__(self, method: str, path: str, content_type: bytes | None) -> None:
+        self.method = method
+        self.path = path
+        self.content_type = content_type
+
+    def __repr__(self) -> str:
+        return f"Continue({self.method} {self.path!r})"
 
 
 class _Refuse(Exception):
@@ -151,7 +167,10 @@ class HttpConnection:
             else:  # a bug of ours: still never raise out of feed
                 self._refuse(Reject(400, "malformed request"))
         except httptools.HttpParserError as exc:
-            self._refuse(_parse_error(exc))
+            reject = _parse_error(exc)
+            if self._url or self.in_body:  # the request line was read: name the request
+                reject = Reject(reject.status, reject.reason, *self.target())
+            self._refuse(reject)
         else:
             if not self.in_body:
                 if self._message_ended:  # this chunk ended a message; its tail may start another
@@ -250,9 +269,11 @@ class HttpConnection:
             raise _Refuse(413, "request body too large")
         expect = special.get("expect")
         if expect is not None and expect.strip().lower() == b"100-continue":
-            if coding is not None or (length is not None and int(length) > 0):
+            # RFC 9110 §10.1.1: an HTTP/1.0 client's expectation is ignored
+            if (coding is not None or (length is not None and int(length) > 0)) \
+                    and self._parser.get_http_version() == "1.1":
                 self._continue_at = True
-                self._events.append(CONTINUE)
+                self._events.append(Continue(*self.target(), special.get("content_type")))
 
     def on_body(self, chunk: bytes) -> None:
         self._body_size += len(chunk)
@@ -264,7 +285,7 @@ class HttpConnection:
         events = self._events
         if self._continue_at:
             # The body arrived in the same bytes as the headers: a 100 would only be noise.
-            if events and events[-1] is CONTINUE:
+            if events and events[-1].__class__ is Continue:
                 events.pop()
             self._continue_at = False
         parser = self._parser

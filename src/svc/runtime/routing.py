@@ -152,6 +152,9 @@ def _unescape(raw: bytes) -> bytes:
 
 # --- request bodies ---------------------------------------------------------------------------
 
+UNSUPPORTED_MEDIA = "unsupported media type: expected application/json"
+
+
 def is_json_media_type(content_type: bytes) -> bool:
     """application/json or application/<anything>+json, parameters allowed."""
     media = content_type.split(b";", 1)[0].strip().lower()
@@ -161,7 +164,7 @@ def is_json_media_type(content_type: bytes) -> bool:
 def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes | None) -> Any:
     """Strict JSON into the parameter's class. A missing Content-Type is taken as JSON."""
     if content_type is not None and not is_json_media_type(content_type):
-        raise BindError(415, "unsupported media type: expected application/json")
+        raise BindError(415, UNSUPPORTED_MEDIA)
     try:
         return decoder.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
@@ -300,4 +303,22 @@ class Router:
                     break
             else:
                 return entry, tuple(captures)
+        return None
+
+    def refusal(self, method: str, path: str, content_type: bytes | None) -> tuple[int, str, bytes] | None:
+        """(status, reason, extra header lines) when a request would be refused whatever its
+        body (404, 405, 415); None when its route takes it.
+
+        Asked before answering `Expect: 100-continue`, so a client is not invited to send a
+        body that will be thrown away.
+        """
+        found = self.lookup(path)
+        if found is None:
+            return 404, "not found", b""
+        entry = found[0]
+        route = entry.by_method.get(method) or entry.find(method)
+        if route is None:
+            return 405, "method not allowed", entry.allow
+        if route.decoders and content_type is not None and not is_json_media_type(content_type):
+            return 415, UNSUPPORTED_MEDIA, b""
         return None

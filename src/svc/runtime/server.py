@@ -32,7 +32,7 @@ from typing import Any
 from svc.runtime import builtin_routes, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
-from svc.runtime.protocol import CONTINUE, HttpConnection, Reject, Request
+from svc.runtime.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.responses import JSON, TEXT, encode_json as _encode_json, error_body, render
 from svc.runtime.routing import BindError, Route, Router
 from svc.runtime.serverlog import ServerLog
@@ -186,10 +186,20 @@ class Connection(asyncio.Protocol):
     def _dispatch(self, event) -> None:
         if event.__class__ is Request:
             self._handle(event)
-        elif event is CONTINUE:
-            self._write(responses.CONTINUE)
+        elif event.__class__ is Continue:
+            self._continue(event)
         else:
             self._reject(event)
+
+    def _continue(self, ask: Continue) -> None:
+        """`100 Continue` only for a body the route will take; otherwise its final answer now."""
+        refusal = self.app.router.refusal(ask.method, ask.path, ask.content_type)
+        if refusal is None:
+            return self._write(responses.CONTINUE)
+        status, reason, extra = refusal
+        self._write(render(status, JSON, error_body(reason), False, extra))
+        self.app.log.access(ask.method, ask.path, status, perf_counter())
+        self._linger()  # the body was never asked for: close rather than read it
 
     def _handle(self, req: Request) -> None:
         """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
@@ -424,10 +434,12 @@ class Connection(asyncio.Protocol):
         if req.method != "GET" or not req.upgrade or self.closing:
             return self._finish(req, 426, JSON, error_body("WebSocket upgrade required"),
                                 b"Upgrade: websocket\r\n")
+        if req.header(b"transfer-encoding") is not None or req.header(b"content-length") not in (None, b"0"):
+            # its body would be read as WebSocket frames
+            return self._finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
         session = EchoSession()
-        status, reason = session.handshake(req.path, req.headers)
+        status, reason, extra = session.handshake(req.path, req.headers)
         if status != 101:
-            extra = b"Upgrade: websocket\r\n" if status == 426 else b""
             return self._finish(req, status, JSON, error_body(reason), extra)
         self._flush()
         self.app.log.access(req.method, req.path, 101, req.started)

@@ -33,8 +33,9 @@ class EchoSession:
         self._opcode: Opcode | None = None
         self._fragments: list[bytes] = []
 
-    def handshake(self, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str]:
-        """Check the upgrade request: (101, "") when accepted, else (status, reason)."""
+    def handshake(self, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str, bytes]:
+        """Check the upgrade request: (101, "", b"") when accepted, else (status, reason,
+        header lines the refusal must carry)."""
         # The request is already parsed: a CONNECTING protocol object only checks it and
         # writes the 101; a second one, created OPEN, then does the framing.
         checker = ServerProtocol(logger=_logger)
@@ -42,11 +43,11 @@ class EchoSession:
         response = checker.accept(request)
         if response.status_code != 101:
             reason = str(checker.handshake_exc or "invalid WebSocket handshake")
-            return response.status_code, reason
+            return response.status_code, reason, _refusal_headers(response.status_code, reason)
         checker.send_response(response)
         self._handshake_bytes = checker.data_to_send()
         self.protocol = ServerProtocol(state=State.OPEN, max_size=MESSAGE_LIMIT, logger=_logger)
-        return 101, ""
+        return 101, "", b""
 
     def receive(self, data: bytes) -> tuple[list[bytes], bool]:
         """Feed bytes; return (bytes to send, whether the TCP connection should now close)."""
@@ -103,3 +104,12 @@ class EchoSession:
             protocol.send_text(data)
         else:
             protocol.send_binary(data)
+
+
+def _refusal_headers(status: int, reason: str) -> bytes:
+    """RFC 6455 §4.2.2: a 426 names the protocol, a version refusal the version we speak."""
+    if status == 426:
+        return b"Upgrade: websocket\r\n"
+    if "Sec-WebSocket-Version" in reason:
+        return b"Sec-WebSocket-Version: 13\r\n"
+    return b""
