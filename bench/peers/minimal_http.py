@@ -68,3 +68,28 @@ class MinimalProtocol(asyncio.Protocol):
         self.deadline = self.loop.time() + WAIT_SECONDS
         if not self.parser.should_keep_alive():
             self.transport.close()
+
+
+async def main(port: int) -> None:
+    loop = asyncio.get_running_loop()
+
+    def tick() -> None:
+        DateLine.refresh()
+        loop.call_later(0.1, tick)
+
+    tick()
+    server = await loop.create_server(MinimalProtocol, "127.0.0.1", port, backlog=4096)
+    print(f"listening on http://127.0.0.1:{port}", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+if __name__ == "__main__":
+    import os
+
+    import uvloop
+
+    try:
+        uvloop.run(main(int(os.environ.get("SVC_PORT", "8080"))))
+    except KeyboardInterrupt:
+        pass
