@@ -41,16 +41,23 @@ class FixedProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-async def main(port: int) -> None:
+async def main(port: int, protocol=FixedProtocol, on_start=None) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(FixedProtocol, "127.0.0.1", port, backlog=4096)
+    if on_start is not None:
+        on_start(loop)
+    server = await loop.create_server(protocol, "127.0.0.1", port, backlog=4096)
     print(f"listening on http://127.0.0.1:{port}", flush=True)
     async with server:
         await server.serve_forever()
 
 
-if __name__ == "__main__":
+def serve(protocol=FixedProtocol, on_start=None) -> None:
+    """Serve `protocol` on 127.0.0.1:SVC_PORT until Ctrl+C (also used by minimal_http.py)."""
     try:
-        uvloop.run(main(int(os.environ.get("SVC_PORT", "8080"))))
+        uvloop.run(main(int(os.environ.get("SVC_PORT", "8080")), protocol, on_start))
     except KeyboardInterrupt:
         pass
+
+
+if __name__ == "__main__":
+    serve()

@@ -70,26 +70,13 @@ class MinimalProtocol(asyncio.Protocol):
             self.transport.close()
 
 
-async def main(port: int) -> None:
-    loop = asyncio.get_running_loop()
-
-    def tick() -> None:
-        DateLine.refresh()
-        loop.call_later(0.1, tick)
-
-    tick()
-    server = await loop.create_server(MinimalProtocol, "127.0.0.1", port, backlog=4096)
-    print(f"listening on http://127.0.0.1:{port}", flush=True)
-    async with server:
-        await server.serve_forever()
+def tick(loop: asyncio.AbstractEventLoop) -> None:
+    """Refresh the Date line now and every 0.1 s, as svc's sweep does."""
+    DateLine.refresh()
+    loop.call_later(0.1, tick, loop)
 
 
 if __name__ == "__main__":
-    import os
+    import bare_uvloop
 
-    import uvloop
-
-    try:
-        uvloop.run(main(int(os.environ.get("SVC_PORT", "8080"))))
-    except KeyboardInterrupt:
-        pass
+    bare_uvloop.serve(MinimalProtocol, on_start=tick)
