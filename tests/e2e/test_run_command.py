@@ -51,6 +51,50 @@ def test_what_check_accepts_runs_even_at_the_operator_limit(tmp_path):
     assert "expression too long (more than 1000 operators)" in result.stderr
 
 
+def _nested_loops(depth: int) -> str:
+    """A main whose `depth` while loops enclose each other, in a function that uses try."""
+    lines = ["def count() -> Result[i64, Error]:", "    n = try parse_i64(\"0\")"]
+    for level in range(depth):
+        lines.append("    " * (level + 1) + "while n < 1:")
+    lines.append("    " * (depth + 1) + "n += 1")
+    lines += ["    return ok(n)", "", "def main():", "    match count():",
+              "        case Ok(n): print(str(n))", "        case Err(e): print(error_message(e))", ""]
+    return "\n".join(lines)
+
+
+def test_what_check_accepts_runs_even_at_the_loop_nesting_limit(tmp_path):
+    """Python compiles at most 20 nested blocks (loops, and the try a `try` makes): check
+    stops at 19 loops, and 19 loops inside a function that uses try still run."""
+    (tmp_path / "deep.svc").write_text(_nested_loops(19))
+    (tmp_path / "too_deep.svc").write_text(_nested_loops(20))
+    result = run_to_end(["run", str(tmp_path / "deep.svc")])
+    assert (result.returncode, result.stdout, result.stderr) == (0, "1\n", "")
+    result = run_to_end(["check", str(tmp_path / "too_deep.svc")])
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "too_deep.svc:22:" in result.stderr and "loops nested too deeply: at most 19" in result.stderr
+
+
+def test_ok_and_error_make_an_optional_result(tmp_path):
+    prog = _write(tmp_path / "opt.svc", """
+        def pick(good: bool) -> Result[i64, Error]?:
+            if good:
+                return ok(1)
+            return error("bad")
+
+        def main():
+            let none: Result[i64, Error]? = None
+            for r in [pick(True), pick(False), none]:
+                match r:
+                    case Some(v):
+                        match v:
+                            case Ok(n): print("ok " + str(n))
+                            case Err(e): print("err " + error_message(e))
+                    case None: print("none")
+    """)
+    result = run_to_end(["run", str(prog)])
+    assert (result.returncode, result.stdout, result.stderr) == (0, "ok 1\nerr bad\nnone\n", "")
+
+
 def test_err_from_main_and_fault_in_main_exit_1(tmp_path):
     prog = _write(tmp_path / "err.svc", """
         async def main() -> Result[unit, Error]:

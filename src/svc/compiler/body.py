@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 ARITHMETIC = ("+", "-", "*", "/", "%")
+#: CPython refuses more than 20 statically nested blocks in one function ("too many
+#: statically nested blocks"); a function that uses `try` is wrapped in one more.
+MAX_NESTED_LOOPS = 19
 EQUALITY = ("==", "!=")
 ORDERING = ("<", ">", "<=", ">=")
 VIEW_BYTES = View(BYTES)
@@ -216,9 +219,16 @@ class BodyChecker:
 
     def s_While(self, s: syntax.While) -> None:
         self.condition(s.test)
-        self.loops += 1
+        self.enter_loop(s.span)
         self.block(s.body)
         self.loops -= 1
+
+    def enter_loop(self, span: Span) -> None:
+        """Python compiles at most 20 nested blocks per function; one is kept for `try`."""
+        if self.loops == MAX_NESTED_LOOPS:
+            self.error(f"loops nested too deeply: at most {MAX_NESTED_LOOPS} loops may enclose "
+                       "each other in one function; move the inner ones into a function", span)
+        self.loops += 1
 
     def condition(self, test: syntax.Expr) -> None:
         self.expect(test, BOOL, "condition: ")
@@ -239,7 +249,7 @@ class BodyChecker:
                     self.error(f"cannot iterate over {fmt(t)}: a for loop needs a List or "
                                "range(...)", it.span)
                 elem = UNKNOWN
-        self.loops += 1
+        self.enter_loop(s.span)
         self.block(s.body, ((s.var, elem, s.var_span),))
         self.loops -= 1
 
@@ -624,6 +634,8 @@ class BodyChecker:
 
     def call_builtin(self, call: syntax.Call, b: B.Builtin, expected, awaited: bool) -> Type:
         call.call_kind, call.target = "builtin", b.name
+        if isinstance(expected, Opt) and isinstance(expected.inner, ResultOf):
+            expected = expected.inner  # ok(...) where a Result[T, Error]? is expected: a T
         type_arg = self.type_argument(call, b)
         if call.keywords:
             self.error(f"{b.name} takes positional arguments only", call.keywords[0].span)
