@@ -174,11 +174,12 @@ def test_program_tables() -> None:
 
 
 def test_include_text_embeds_the_file_relative_to_the_source(tmp_path) -> None:
-    (tmp_path / "page.html").write_text("<p>hi</p>\n", encoding="utf-8")
+    text = "<p>hi</p>\r\n<p>\0 and a lone\rCR</p>\n"  # embedded byte for byte: no newline translation
+    (tmp_path / "page.html").write_bytes(text.encode("utf-8"))
     path = str(tmp_path / "main.svc")
     program = checked("def main():\n    print(include_text(\"page.html\"))\n", path)
     [include] = [c for c in nodes(program, syntax.Call) if c.target == "include_text"]
-    assert include.embedded_text == "<p>hi</p>\n" and include.type == STR
+    assert include.embedded_text == text and include.type == STR
 
 
 def test_checks_hand_built_modules_across_files() -> None:

@@ -114,6 +114,17 @@ def test_invalid_utf8_shows_the_line_and_a_caret_under_the_bad_byte(tmp_path: Pa
     ]
 
 
+def test_control_characters_quoted_in_a_message_are_escaped(tmp_path: Path) -> None:
+    (tmp_path / "r.svc").write_text('@get("/x\\n\\r\\u{1b}")\nasync def a() -> Result[unit, Error]:\n'
+                                    '    return ok(())\n\n' + GOOD)
+    result = svcc("check", "r.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    first, second = result.stderr.splitlines()[:2]
+    assert first.startswith("error: malformed route path '/x\\n\\r\\x1b': it has a bad character")
+    assert second == " --> r.svc:1:6"
+    assert not any(c in result.stderr for c in "\r\x1b")
+
+
 def test_emit_python_prints_the_generated_modules(tmp_path: Path) -> None:
     (tmp_path / "hello.svc").write_text(GOOD)
     result = svcc("check", "--emit-python", "hello.svc", cwd=tmp_path)

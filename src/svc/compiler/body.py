@@ -763,7 +763,7 @@ class BodyChecker:
             return STR
         path = os.path.join(os.path.dirname(self.file), arg.value)
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8", newline="") as f:  # the text as is, CRLF kept
                 call.embedded_text = f.read()
         except FileNotFoundError:
             self.error(f"include_text: file '{arg.value}' not found (looked for {path})",

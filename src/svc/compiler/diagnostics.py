@@ -26,13 +26,17 @@ class Diagnostic:
 #: Control characters (but tab) in a shown source line become U+FFFD, one for one, so a
 #: stray escape byte cannot drive the user's terminal and the caret still lines up.
 _UNPRINTABLE = {code: "\ufffd" for code in [*range(0x20), 0x7F] if code != 0x09}
+#: In a message (which may quote a string literal) they are written as escapes instead, so
+#: the message stays on its one line and says which character it was.
+_ESCAPED = {code: repr(chr(code))[1:-1] for code in [*range(0x20), 0x7F]}
 
 
 def render(diagnostic: Diagnostic, source: SourceFile | None) -> str:
     """The diagnostic as text: message, location, source line and a caret under the span."""
     span = diagnostic.span
     gutter = " " * len(str(span.line))
-    lines = [f"error: {diagnostic.message}", f"{gutter}--> {span.file}:{span.line}:{span.col}"]
+    message = diagnostic.message.translate(_ESCAPED)
+    lines = [f"error: {message}", f"{gutter}--> {span.file}:{span.line}:{span.col}"]
     text = source.line_text(span.line).translate(_UNPRINTABLE) if source else ""
     if text or source is not None:
         width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1
