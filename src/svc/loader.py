@@ -15,6 +15,8 @@ import traceback
 import types
 from dataclasses import dataclass
 
+from svc.compiler.diagnostics import escape_controls
+
 MODULE_NAME = "__svc_program__"
 #: svc calls nest this deep before a "recursion too deep" fault (Python's default is 1,000;
 #: 3.11 runs Python-to-Python calls without growing the C stack, so this is safe).
@@ -95,13 +97,13 @@ def run_program(program: CompiledProgram, base_dir: str | None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - a fault out of main is reported, not raised
         _flush_stdout()
-        print(f"error: {fault_message(exc)}", file=sys.stderr)
+        print(f"error: {escape_controls(fault_message(exc))}", file=sys.stderr)
         return 1
     _flush_stdout()
     from svc.runtime.support import SvcError
 
-    if isinstance(result, SvcError):
-        print(f"error: {result.message}", file=sys.stderr)
+    if isinstance(result, SvcError):  # one line, whatever the message quotes (an env value)
+        print(f"error: {escape_controls(result.message)}", file=sys.stderr)
         return 1
     return 0
 

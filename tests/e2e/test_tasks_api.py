@@ -270,7 +270,8 @@ def test_single_file_run_keeps_the_db_in_the_working_directory(tmp_path):
     assert not (project / "tasks.sqlite").exists()
 
 
-@pytest.mark.parametrize("port", ["0", "65536", "-1", "abc", "", "80.5", "99999999999999999999"])
+@pytest.mark.parametrize("port", ["0", "65536", "-1", "abc", "", "80.5", "99999999999999999999",
+                                  "80\n91", "80\r91", "\x1b[31m80"])
 def test_a_bad_svc_port_is_a_one_line_error(tmp_path, port):
     process, stderr_path = launch(tmp_path, env={"SVC_PORT": port, "SVC_DB": str(tmp_path / "t.sqlite")})
     try:
@@ -280,8 +281,10 @@ def test_a_bad_svc_port_is_a_one_line_error(tmp_path, port):
         process.communicate()
         raise AssertionError(f"SVC_PORT={port!r} started a server") from None
     assert process.returncode == 1
-    lines = stderr_path.read_text().strip().splitlines()
+    text = stderr_path.read_text()
+    lines = text.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "SVC_PORT" in lines[0], lines
+    assert not any(c in text for c in "\r\x1b"), text  # the value is quoted with escapes
 
 
 def test_the_default_port_is_8091(tmp_path):

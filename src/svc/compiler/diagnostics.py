@@ -31,11 +31,16 @@ _UNPRINTABLE = {code: "\ufffd" for code in [*range(0x20), 0x7F] if code != 0x09}
 _ESCAPED = {code: repr(chr(code))[1:-1] for code in [*range(0x20), 0x7F]}
 
 
+def escape_controls(text: str) -> str:
+    """`text` with control characters written as escapes (`\\n`, `\\x1b`): one line, inert."""
+    return text.translate(_ESCAPED)
+
+
 def render(diagnostic: Diagnostic, source: SourceFile | None) -> str:
     """The diagnostic as text: message, location, source line and a caret under the span."""
     span = diagnostic.span
     gutter = " " * len(str(span.line))
-    message = diagnostic.message.translate(_ESCAPED)
+    message = escape_controls(diagnostic.message)
     lines = [f"error: {message}", f"{gutter}--> {span.file}:{span.line}:{span.col}"]
     text = source.line_text(span.line).translate(_UNPRINTABLE) if source else ""
     if text or source is not None:
