@@ -33,10 +33,10 @@ from svc.runtime import builtin_routes, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
 from svc.runtime.protocol import Continue, HttpConnection, Reject, Request
-from svc.runtime.responses import JSON, TEXT, encode_json as _encode_json, error_body, render
+from svc.runtime.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.routing import BindError, Route, Router
 from svc.runtime.serverlog import ServerLog
-from svc.runtime.support import SvcError, SvcTimeout, require_finite
+from svc.runtime.support import SvcError, SvcTimeout
 from svc.runtime.websocket import EchoSession
 
 PROCESSING_LIMIT = 2.0
@@ -299,9 +299,7 @@ class Connection(asyncio.Protocol):
     def _answer(self, req: Request, route, value) -> None:
         if route.result == "json" and value.__class__ is not SvcError:  # the common case
             try:
-                body = _encode_json(value)
-                if route.floats and b"null" in body:  # an inf or NaN f64 came out as null
-                    require_finite(value)
+                body = encode_result(value, route.floats)
             except Exception as exc:
                 return self._fault(req, exc)
             return self._finish(req, 200, JSON, body)
