@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from svc.loader import reopen_closed_standard_streams
+
+    reopen_closed_standard_streams()
     args = build_parser().parse_args(argv)
     try:
         if args.command == "check":

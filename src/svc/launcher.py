@@ -55,16 +55,41 @@ def receive_signals_once() -> None:
             pass
 
 
+def stop_with_the_bootloader() -> None:
+    """On Linux, get SIGTERM when the bootloader dies, so a server never outlives it.
+
+    Out of the terminal's process group (`receive_signals_once`), a `kill -9` of the
+    bootloader or of its group no longer reaches this process; it would keep serving, its
+    port taken, with nobody to stop it. PR_SET_PDEATHSIG asks the kernel to send the
+    graceful-shutdown signal instead.
+    """
+    if not (getattr(sys, "frozen", False) and sys.platform.startswith("linux")):
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the bootloader died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main() -> int:
     """Load the embedded program and serve it like `svcc run`; the exit status is its own."""
+    from svc.loader import CompiledProgram, reopen_closed_standard_streams, run_program
+
+    reopen_closed_standard_streams()
     receive_signals_once()
+    stop_with_the_bootloader()
     try:
         with open(payload_path(), "rb") as f:
             modules = decode_program(f.read())
     except (OSError, ValueError, EOFError, TypeError) as exc:
         print(f"error: cannot load the embedded program: {exc}", file=sys.stderr)
         return 1
-    from svc.loader import CompiledProgram, run_program
     return run_program(CompiledProgram(modules=modules, project_dir=None), base_dir=None)
 
 

@@ -108,6 +108,28 @@ def run_program(program: CompiledProgram, base_dir: str | None) -> int:
     return 0
 
 
+def reopen_closed_standard_streams() -> None:
+    """Put /dev/null behind descriptors 0-2 and sys.stdin/out/err when the caller closed them
+    (`svcc run prog <&- >&-`); called first thing by `svcc` and by built executables.
+
+    Otherwise the server's listening socket takes one of those numbers, and libuv aborts the
+    process when it closes a socket numbered 0-2 (at the end of a graceful shutdown); and
+    Python leaves `sys.stdout` None, which printing and flushing do not expect.
+    """
+    import os
+
+    for fd, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))
+
+
 def _run_main(main):
     import inspect
 

@@ -4,9 +4,11 @@ alone in an empty folder under `env -i`, stopped by SIGINT (Ctrl+C) and by SIGTE
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
 from executables import POSIX_ONLY, env_i_command, install_alone, scrubbed_env, start, \
@@ -65,6 +67,29 @@ def test_serves_alone_and_stops_cleanly(hello, tmp_path, stop):
     assert [p.name for p in folder.iterdir()] == ["hello"]  # ":memory:" leaves no file
     log = "".join(server.stderr)
     assert "GET /greet/7 200" in log and "POST /echo 200" in log
+
+
+def test_the_server_does_not_outlive_a_killed_bootloader(hello, tmp_path):
+    """kill -9 of the executable: the program process, in a process group of its own, is told
+    by the kernel (PR_SET_PDEATHSIG) and shuts down; its port is free again."""
+    executable, _ = hello
+    folder, tmpdir = tmp_path / "run", tmp_path / "tmp"
+    tmpdir.mkdir()
+    server = start(install_alone(executable, folder), folder, tmpdir)
+    try:
+        assert server.request("GET", "/health")[::2] == (200, b"ok")
+    finally:
+        assert server.stop(signal.SIGKILL) == -signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
+        except ConnectionRefusedError:
+            break  # nobody listens any more
+        assert time.monotonic() < deadline, "the server kept serving after kill -9"
+        time.sleep(0.1)
+    for leftover in unpack_folders(tmpdir):  # kill -9 leaves the bootloader no time to clean up
+        shutil.rmtree(leftover)
 
 
 def test_environment_variables_work_as_under_svcc_run(hello, tmp_path):

@@ -3,9 +3,15 @@ resolves the database next to svc.toml, and nothing ever shows a Python tracebac
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
+import socket
+import subprocess
 import textwrap
+import time
 
-from svc_process import run_to_end, start
+from svc_process import REPO, free_port, run_to_end, start, svcc
 
 
 def _write(path, text: str):
@@ -93,6 +99,33 @@ def test_ok_and_error_make_an_optional_result(tmp_path):
     """)
     result = run_to_end(["run", str(prog)])
     assert (result.returncode, result.stdout, result.stderr) == (0, "ok 1\nerr bad\nnone\n", "")
+
+
+def test_a_server_started_with_its_standard_streams_closed_stops_with_exit_0(tmp_path):
+    """`svcc run prog <&- >&-`: the listening socket must not take descriptor 0 or 1, which
+    libuv refuses to close (an assertion that aborts the process at shutdown)."""
+    port = free_port()
+    command = " ".join(shlex.quote(part) for part in svcc() + ["run", "examples/hello/hello.svc"])
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "wb") as err:
+        process = subprocess.Popen(["bash", "-c", f"exec <&- >&- {command}"], cwd=REPO, stderr=err,
+                                   env={**os.environ, "SVC_PORT": str(port)})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, stderr.read_text()
+                time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0, stderr.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "Assertion" not in stderr.read_text()
 
 
 def test_err_from_main_and_fault_in_main_exit_1(tmp_path):
