@@ -19,6 +19,7 @@ import importlib.util
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -56,20 +57,33 @@ class BuildError(Exception):
     """A build problem to report as one `error:` message (never a traceback)."""
 
 
+class _Terminated(BaseException):
+    """SIGTERM during a build: unwinds like Ctrl+C, so PyInstaller is stopped too."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def build_command(args: Any) -> int:
     """`svcc build FILE -o OUT` / `svcc build --project DIR -o OUT`: 0 built, 1 failed,
-    2 for a usage error (no such file or project folder)."""
+    2 for a usage error (no such file or project folder), 143 when stopped by SIGTERM."""
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return _build(args.file, args.project, args.output)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except _Terminated:
+        return 128 + signal.SIGTERM
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
         print(f"error: internal error while building: {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _build(file: str | None, project: str | None, output: str) -> int:
@@ -81,8 +95,7 @@ def _build(file: str | None, project: str | None, output: str) -> int:
         return 2
     _require_bundler()
     output = executable_name(output)
-    if os.path.isdir(output):
-        raise BuildError(f"'{output}' is a directory: give the executable's file name with -o")
+    _check_output(output)
 
     _progress(1, f"checking and compiling {file or project}")
     from svc.loader import compile_and_report
@@ -93,6 +106,30 @@ def _build(file: str | None, project: str | None, output: str) -> int:
     elapsed = time.monotonic() - started
     _progress(4, f"done: {output} ({_size(os.path.getsize(output))}, {elapsed:.1f} s)")
     return 0
+
+
+def _check_output(output: str) -> None:
+    """Refuse, before any work, an output path that cannot or must not be written.
+
+    An existing file is replaced only if it is an executable (an earlier build): never the
+    program's own `.svc` or `include_text` files, or anything else a typo names.
+    """
+    if not output or output.endswith(("/", os.sep)) or os.path.isdir(output):
+        raise BuildError(f"'{output}' is a directory: give the executable's file name with -o")
+    if os.path.exists(output) and not _is_executable(output):
+        raise BuildError(f"'{output}' exists and is not an executable: refusing to overwrite it "
+                         "(remove it or choose another -o)")
+    folder = os.path.dirname(os.path.abspath(output))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise BuildError(f"cannot create the folder for '{output}': '{folder}' is a file")
+
+
+def _is_executable(path: str) -> bool:
+    if sys.platform == "win32":
+        return path.lower().endswith(".exe")
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def build_executable(program: Any, output: str) -> None:
@@ -286,7 +323,13 @@ else:
 
 
 def _progress(stage: int, text: str) -> None:
-    print(f"[{stage}/{STAGES}] {text}", flush=True)
+    """One progress line; a closed stdout (`svcc build ... | head -1`) does not stop the build."""
+    try:
+        print(f"[{stage}/{STAGES}] {text}", flush=True)
+    except BrokenPipeError:
+        from svc.loader import silence_stdout
+
+        silence_stdout()
 
 
 def _tail(path: str) -> str:

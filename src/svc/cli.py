@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from svc.loader import reopen_closed_standard_streams
+    from svc.loader import reopen_closed_standard_streams, silence_stdout
 
     reopen_closed_standard_streams()
     args = build_parser().parse_args(argv)
@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         return build_command(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader of our output went away (`svcc check ... | head -1`)
+        silence_stdout()
+        return 1
 
 
 if __name__ == "__main__":

@@ -130,6 +130,16 @@ def reopen_closed_standard_streams() -> None:
             setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))
 
 
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader is gone (`svcc ... | head -1`), so later
+    writes and the flush at exit go nowhere quietly instead of raising BrokenPipeError."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _run_main(main):
     import inspect
 
@@ -190,6 +200,8 @@ def run_command(args) -> int:
             print(f"error: {usage}", file=sys.stderr)
             return 2
         compiled = compile_and_report(args.file, args.project)
+    except BrokenPipeError:  # our reader is gone: svcc.cli ends quietly
+        raise
     except Exception as exc:  # noqa: BLE001 - never a traceback to the user
         print(f"error: internal compiler error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

@@ -45,6 +45,26 @@ def test_an_output_that_is_a_folder_is_refused(build_cache, tmp_path):
                              "file name with -o\n")
 
 
+def test_an_existing_file_that_is_not_an_executable_is_never_overwritten(build_cache, tmp_path):
+    """`-o` naming the program's own source (a slip of the keyboard) must not destroy it."""
+    source = tmp_path / "hello.svc"
+    text = (REPO / "examples/hello/hello.svc").read_text()
+    source.write_text(text)
+    result = svcc_build(build_cache, str(source), "-o", str(source))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"error: '{source}' exists and is not an executable: refusing to "
+                             "overwrite it (remove it or choose another -o)\n")
+    assert source.read_text() == text
+
+
+def test_an_output_below_a_file_is_refused_before_building(build_cache, tmp_path):
+    (tmp_path / "notes").write_text("a file, not a folder")
+    result = svcc_build(build_cache, "examples/hello/hello.svc", "-o", str(tmp_path / "notes" / "x"))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"error: cannot create the folder for '{tmp_path / 'notes' / 'x'}': "
+                             f"'{tmp_path / 'notes'}' is a file\n")
+
+
 def test_a_missing_bundler_is_named_with_how_to_install_it(tmp_path):
     """PyInstaller made unimportable in a real `svcc` process (a None entry in sys.modules
     is how Python spells "this module cannot be imported")."""

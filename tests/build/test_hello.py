@@ -3,16 +3,19 @@ alone in an empty folder under `env -i`, stopped by SIGINT (Ctrl+C) and by SIGTE
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
-from executables import POSIX_ONLY, env_i_command, install_alone, scrubbed_env, start, \
-    svcc_build, unpack_folders
+from executables import POSIX_ONLY, REPO, env_i_command, install_alone, scrubbed_env, start, \
+    svcc, svcc_build, unpack_folders
 
 pytestmark = [pytest.mark.build, POSIX_ONLY]
 
@@ -90,6 +93,55 @@ def test_the_server_does_not_outlive_a_killed_bootloader(hello, tmp_path):
         time.sleep(0.1)
     for leftover in unpack_folders(tmpdir):  # kill -9 leaves the bootloader no time to clean up
         shutil.rmtree(leftover)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line contains `text` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="looks for leftover processes in /proc")
+def test_sigterm_during_a_build_stops_pyinstaller_too(tmp_path):
+    cache, output = tmp_path / "fresh-cache", tmp_path / "dist" / "hello"
+    build = subprocess.Popen(svcc() + ["build", "examples/hello/hello.svc", "-o", str(output)],
+                             cwd=REPO, env={**os.environ, "SVC_CACHE_DIR": str(cache)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in build.stdout:
+            if line.startswith("[3/4]"):
+                break
+        deadline = time.monotonic() + 30
+        while not _processes_mentioning(str(cache)) or build.poll() is not None:
+            assert time.monotonic() < deadline and build.poll() is None, "PyInstaller never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        build.send_signal(signal.SIGTERM)
+        assert build.wait(timeout=20) == 128 + signal.SIGTERM
+    finally:
+        if build.poll() is None:
+            build.kill()
+            build.wait()
+    assert _processes_mentioning(str(cache)) == []  # no PyInstaller left writing to the cache
+    assert not output.exists()
+
+
+def test_a_closed_stdout_does_not_stop_a_build(build_cache, tmp_path):
+    """`svcc build ... | head -1`: the progress lines stop, the build goes on."""
+    output = tmp_path / "hello"
+    command = " ".join(shlex.quote(part) for part in svcc() + [
+        "build", "examples/hello/hello.svc", "-o", str(output)])
+    result = subprocess.run(["bash", "-c", f"{command} | head -1; exit ${{PIPESTATUS[0]}}"],
+                            cwd=REPO, env={**os.environ, "SVC_CACHE_DIR": str(build_cache)},
+                            capture_output=True, text=True, timeout=600)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.startswith("[1/4]") and output.is_file()
 
 
 def test_environment_variables_work_as_under_svcc_run(hello, tmp_path):

@@ -190,6 +190,8 @@ def check_command(args: Any) -> int:
     2 usage errors. Never a traceback: an internal failure is one `error:` line."""
     try:
         return _check(args)
+    except BrokenPipeError:  # our reader is gone: svcc.cli ends quietly
+        raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence, see docstring
         print(f"error: internal compiler error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
