@@ -138,7 +138,11 @@ def build_executable(program: Any, output: str) -> None:
     _progress(2, f"packing the program ({_plural(len(program.modules), 'file')}, "
                  f"{_size(len(payload))})")
     cache = cache_dir()
-    os.makedirs(cache, exist_ok=True)
+    try:
+        os.makedirs(cache, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot use the build cache folder '{cache}': {exc.strerror or exc} "
+                         "(set SVC_CACHE_DIR to a folder svcc may write)") from None
     with _locked(os.path.join(cache, "lock")):
         first = not os.path.exists(os.path.join(cache, "work", APP_NAME, "Analysis-00.toc"))
         _progress(3, "bundling with PyInstaller (" + (

@@ -65,6 +65,15 @@ def test_an_output_below_a_file_is_refused_before_building(build_cache, tmp_path
                              f"'{tmp_path / 'notes'}' is a file\n")
 
 
+def test_a_cache_folder_that_is_a_file_is_a_plain_error(tmp_path):
+    (tmp_path / "cache").write_text("not a folder")
+    output = tmp_path / "hello"
+    result = svcc_build(tmp_path / "cache", "examples/hello/hello.svc", "-o", str(output))
+    assert result.returncode == 1 and "internal error" not in result.stderr
+    assert result.stderr.startswith(f"error: cannot use the build cache folder '{tmp_path / 'cache'}")
+    assert not output.exists()
+
+
 def test_a_missing_bundler_is_named_with_how_to_install_it(tmp_path):
     """PyInstaller made unimportable in a real `svcc` process (a None entry in sys.modules
     is how Python spells "this module cannot be imported")."""
