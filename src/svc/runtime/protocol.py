@@ -162,14 +162,13 @@ class HttpConnection:
         except httptools.HttpParserCallbackError as exc:
             refusal = exc.__context__
             if isinstance(refusal, _Refuse):  # raised by a callback: the request line is whole
-                reject = refusal.reject
-                self._refuse(Reject(reject.status, reject.reason, *self.target()))
+                self._refuse(self._naming_the_request(refusal.reject))
             else:  # a bug of ours: still never raise out of feed
                 self._refuse(Reject(400, "malformed request"))
         except httptools.HttpParserError as exc:
             reject = _parse_error(exc)
             if self._url or self.in_body:  # the request line was read: name the request
-                reject = Reject(reject.status, reject.reason, *self.target())
+                reject = self._naming_the_request(reject)
             self._refuse(reject)
         else:
             if not self.in_body:
@@ -186,12 +185,11 @@ class HttpConnection:
         For the log line of a request refused or timed out before it was whole (a body that
         stops arriving); not on the hot path.
         """
-        url = self._url
-        if url[:1] == b"/":
-            path = url.partition(b"?")[0]
-        else:  # absolute form; the whole target, but never its query
-            path = url.partition(b"?")[0] or b"-"
+        path = self._url.partition(b"?")[0] or b"-"  # an absolute target whole, but never its query
         return self._parser.get_method().decode("latin-1"), path.decode("latin-1")
+
+    def _naming_the_request(self, reject: Reject) -> Reject:
+        return Reject(reject.status, reject.reason, *self.target())
 
     def take_upgrade_data(self) -> bytes:
         """Bytes received after the upgrade request, for the upgraded protocol."""

@@ -197,9 +197,8 @@ class Connection(asyncio.Protocol):
         if refusal is None:
             return self._write(responses.CONTINUE)
         status, reason, extra = refusal
-        self._write(render(status, JSON, error_body(reason), False, extra))
-        self.app.log.access(ask.method, ask.path, status, perf_counter())
-        self._linger()  # the body was never asked for: close rather than read it
+        # the body was never asked for: answer and close rather than read it
+        self._reject(Reject(status, reason, ask.method, ask.path), extra=extra)
 
     def _handle(self, req: Request) -> None:
         """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
@@ -342,9 +341,9 @@ class Connection(asyncio.Protocol):
         else:
             self._linger()
 
-    def _reject(self, reject: Reject, started: float | None = None) -> None:
-        """A request the parser refused: answer and close (its body, if any, is unread)."""
-        self._write(render(reject.status, JSON, error_body(reject.reason), False))
+    def _reject(self, reject: Reject, started: float | None = None, extra: bytes = b"") -> None:
+        """A request refused before its body was read: answer and close (the body is unread)."""
+        self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
         self.app.log.access(reject.method, reject.path, reject.status,
                             perf_counter() if started is None else started)
         self._linger()
@@ -432,7 +431,8 @@ class Connection(asyncio.Protocol):
         if req.method != "GET" or not req.upgrade or self.closing:
             return self._finish(req, 426, JSON, error_body("WebSocket upgrade required"),
                                 b"Upgrade: websocket\r\n")
-        if req.header(b"transfer-encoding") is not None or req.header(b"content-length") not in (None, b"0"):
+        has_body = req.header(b"content-length") not in (None, b"0")
+        if has_body or req.header(b"transfer-encoding") is not None:
             # its body would be read as WebSocket frames
             return self._finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
         session = EchoSession()

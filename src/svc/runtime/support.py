@@ -369,6 +369,7 @@ class Watchdog:
 
         self._loop = loop
         self._clock = time.monotonic
+        self._cpu_clock = time.process_time  # the whole process's CPU time, every thread
         self._beat = self._clock()
         self._stopped = threading.Event()
         self._target = threading.get_ident()
@@ -383,11 +384,9 @@ class Watchdog:
     def _watch(self) -> None:
         import ctypes
 
-        import time
-
-        woke, used = self._clock(), time.process_time()
+        woke, used = self._clock(), self._cpu_clock()
         while not self._stopped.wait(self.BEAT_SECONDS):
-            now, cpu = self._clock(), time.process_time()
+            now, cpu = self._clock(), self._cpu_clock()
             slept, woke = now - woke, now
             spent, used = cpu - used, cpu
             # A late wake-up with little CPU spent means the whole process was stalled (SIGSTOP,
