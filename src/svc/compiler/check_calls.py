@@ -1,0 +1,301 @@
+"""Checking calls: of functions, of class constructors (keywords only) and of builtins.
+
+A call is resolved by name (a local variable, then a declaration, then a builtin) and gets the
+annotations the code generator relies on: `call_kind`, `target`, and for generic builtins the
+checked type argument. Context typing reaches calls too: `ok(v)` and `error(..)` take their
+Result type from the `expected` type. `await` is checked here because it applies only to a
+call of an async function or builtin.
+"""
+
+from __future__ import annotations
+
+import os
+
+from svc.compiler import builtins as B
+from svc.compiler import syntax
+from svc.compiler.check_expressions import VIEW_BYTES, ExpressionChecker, fmt
+from svc.compiler.source import Span
+from svc.compiler.types import (
+    BOOL, BYTES, NONE, NUMBERS, STR, UNKNOWN, ClassRef, ListOf, Opt, ResultOf, Type, is_json_type,
+    is_scalar_or_optional,
+)
+
+
+class CallChecker(ExpressionChecker):
+    """Calls and `await`, on top of the expression checker."""
+
+    def e_Await(self, e: syntax.Await, expected) -> Type:
+        if not self.fn.is_async:
+            self.error(f"await outside an async def: '{self.fn.name}' is not async", e.span)
+        if not isinstance(e.value, syntax.Call):
+            t = self.expr(e.value, expected)
+            if t != UNKNOWN:
+                self.error("await needs a call of an async function", e.value.span)
+            return UNKNOWN
+        t = self.call(e.value, expected, awaited=True)
+        e.value.type = t
+        call = e.value
+        is_async = call.call_kind == "async_function" or (
+            call.call_kind == "builtin" and B.BUILTINS[call.target].is_async)
+        if call.call_kind is not None and not is_async:
+            self.error(f"await needs an async call; '{call.target}' is not async", e.span)
+        return t
+
+    def e_Call(self, e: syntax.Call, expected) -> Type:
+        return self.call(e, expected, awaited=False)
+
+    def call(self, call: syntax.Call, expected: Type | None, awaited: bool) -> Type:
+        func = call.func
+        if isinstance(func, syntax.Attribute):  # `xs.append(1)`: one message, not two
+            t = self.expr(func.value)
+            if func.attr in B.BUILTINS or self.checker.lookup(func.attr, self.file):
+                fix = f"write {func.attr}(x, ...) instead of x.{func.attr}(...)"
+            else:
+                fix = f"'{func.attr}' cannot be called on {fmt(t)}"
+            self.error(f"svc has no methods: {fix}", func.span)
+            return self.skip_args(call)
+        if not isinstance(func, syntax.Name):
+            self.expr(func)
+            self.error("only a function, class or builtin can be called (by name)", func.span)
+            return self.skip_args(call)
+        name = func.id
+        local = self.lookup(name)
+        if local is not None:
+            func.ref, func.type = "local", local
+            self.error(f"'{name}' is a variable of type {fmt(local)}, not a function", func.span)
+            return self.skip_args(call)
+        d = self.checker.lookup(name, self.file)
+        if d is not None and d.kind == "class":
+            func.ref = "class"
+            return self.construct(call, name)
+        if d is not None:
+            func.ref = "function"
+            return self.call_function(call, self.checker.program.functions[name], awaited)
+        if name in B.BUILTINS:
+            func.ref = "builtin"
+            return self.call_builtin(call, B.BUILTINS[name], expected, awaited)
+        if name == B.RANGE:
+            func.ref = "builtin"
+            self.error("range(...) can only be the iterable of a for loop", call.span)
+            return self.skip_args(call)
+        self.unknown_name(name, func.span)
+        return self.skip_args(call)
+
+    def skip_args(self, call: syntax.Call) -> Type:
+        """Check the arguments of a call that already failed, for their own errors."""
+        for arg in call.args:
+            self.expr(arg)
+        for kw in call.keywords:
+            self.expr(kw.value)
+        return UNKNOWN
+
+    def no_keywords_or_type_args(self, call: syntax.Call, what: str) -> None:
+        if call.keywords:
+            self.error(f"{what} takes positional arguments only", call.keywords[0].span)
+            for kw in call.keywords:
+                self.expr(kw.value)
+        if call.type_args:
+            self.error(f"{what} takes no type arguments", call.type_args[0].span)
+
+    def arity(self, call: syntax.Call, what: str, count: int, variadic: bool = False) -> bool:
+        found = len(call.args)
+        if call.keywords:  # already reported as "positional arguments only"
+            return False
+        if found == count or (variadic and found > count):
+            return True
+        plural = "argument" if count == 1 else "arguments"
+        least = "at least " if variadic else ""
+        self.error(f"{what} takes {least}{count} {plural}, found {found}", call.span)
+        return False
+
+    def call_function(self, call: syntax.Call, info, awaited: bool) -> Type:
+        call.call_kind = "async_function" if info.is_async else "function"
+        call.target = info.name
+        what = f"function '{info.name}'"
+        self.no_keywords_or_type_args(call, what)
+        self.arity(call, what, len(info.params))
+        for i, arg in enumerate(call.args):
+            if i < len(info.params):
+                self.expect(arg, info.params[i][1], f"argument {i + 1} of '{info.name}': ")
+            else:
+                self.expr(arg)
+        if info.is_async and not awaited:
+            self.error(f"'{info.name}' is async: call it with await {info.name}(...)", call.span)
+        return info.returns
+
+    def construct(self, call: syntax.Call, name: str) -> Type:
+        call.call_kind, call.target = "class", name
+        info = self.checker.program.classes[name]
+        fields = dict(info.fields)
+        if call.args:
+            self.error(f"class {name} is built with keywords only: "
+                       f"{name}({', '.join(f + '=...' for f in fields)})", call.args[0].span)
+            for arg in call.args:
+                self.expr(arg)
+        if call.type_args:
+            self.error(f"class {name} takes no type arguments", call.type_args[0].span)
+        given: set[str] = set()
+        unknown = False
+        for kw in call.keywords:
+            span = Span(kw.span.file, kw.span.line, kw.span.col, kw.span.line,
+                        kw.span.col + len(kw.name))
+            if kw.name not in fields:
+                hint = self.checker.suggest(kw.name, fields)
+                self.error(f"unknown field '{kw.name}' in class {name}{hint}", span)
+                self.expr(kw.value)
+                unknown = True
+            elif kw.name in given:
+                self.error(f"field '{kw.name}' is given twice", span)
+                self.expr(kw.value)
+            else:
+                self.expect(kw.value, fields[kw.name], f"field '{kw.name}' of {name}: ")
+            given.add(kw.name)
+        missing = [f for f in fields if f not in given]
+        if missing and not unknown and not call.args:  # one mistake, one message
+            listed = ", ".join(f"'{f}'" for f in missing)
+            self.error(f"missing field{'s' if len(missing) > 1 else ''} {listed} in {name}(...)",
+                       call.func.span)
+        return ClassRef(name)
+
+    # --- builtins ----------------------------------------------------------------------------
+
+    def call_builtin(self, call: syntax.Call, b: B.Builtin, expected, awaited: bool) -> Type:
+        call.call_kind, call.target = "builtin", b.name
+        if isinstance(expected, Opt) and isinstance(expected.inner, ResultOf):
+            expected = expected.inner  # ok(...) where a Result[T, Error]? is expected: a T
+        type_arg = self.type_argument(call, b)
+        if call.keywords:
+            self.error(f"{b.name} takes positional arguments only", call.keywords[0].span)
+            for kw in call.keywords:
+                self.expr(kw.value)
+        self.arity(call, b.name, len(b.params), b.variadic is not None)
+        arg_types: list[Type] = []
+        for i, arg in enumerate(call.args):
+            spec = b.params[i] if i < len(b.params) else b.variadic
+            if spec is None:
+                self.expr(arg)
+            elif spec == B.OK_VALUE:
+                ok_type = expected.ok if isinstance(expected, ResultOf) else None
+                if ok_type is None:
+                    self.expr(arg)
+                else:
+                    self.expect(arg, ok_type, "argument of ok: ")
+            else:
+                arg_types.append(self.argument(call, i, arg, spec, arg_types))
+        if b.is_async and not awaited:
+            if not b.may_skip_await:
+                self.error(f"'{b.name}' is async: call it with await {b.name}(...)", call.span)
+            elif not self.fn.is_async:
+                self.error(f"{b.name}(...) can only run inside an async def", call.span)
+        return self.builtin_result(call, b, expected, type_arg, arg_types)
+
+    def builtin_result(self, call, b: B.Builtin, expected, type_arg, arg_types) -> Type:
+        r = b.returns
+        if r == B.FROM_CONTEXT:
+            if isinstance(expected, ResultOf):
+                return expected
+            if expected is None:
+                self.error(f"cannot tell which Result type {b.name}(...) makes here; use it in a "
+                           "return, an argument or a let with a declared Result type", call.span)
+            elif expected != UNKNOWN:
+                self.error(f"{b.name}(...) makes a Result, but {fmt(expected)} is expected",
+                           call.span)
+            return UNKNOWN
+        if r == B.SAME_AS_ARG:
+            return arg_types[0] if arg_types else UNKNOWN
+        if type_arg is None and r in (B.RESULT_OF_TYPE_ARG, B.RESULT_LIST_OF_TYPE_ARG,
+                                      B.RESULT_OPT_OF_TYPE_ARG):
+            return UNKNOWN
+        if r == B.RESULT_OF_TYPE_ARG:
+            return ResultOf(type_arg)
+        if r == B.RESULT_LIST_OF_TYPE_ARG:
+            return ResultOf(ListOf(type_arg))
+        if r == B.RESULT_OPT_OF_TYPE_ARG:
+            return ResultOf(Opt(type_arg))
+        return r
+
+    def type_argument(self, call: syntax.Call, b: B.Builtin) -> Type | None:
+        """The checked type argument of a generic builtin (None when absent or invalid)."""
+        if b.type_param is None:
+            if call.type_args:
+                self.error(f"{b.name} takes no type arguments", call.type_args[0].span)
+            return None
+        if len(call.type_args) != 1:
+            found = len(call.type_args)
+            self.error(f"{b.name} needs one type argument, e.g. {b.name}[Task](...), found "
+                       f"{found}", call.type_args[1].span if found > 1 else call.func.span)
+            return None
+        texpr = call.type_args[0]
+        t = self.checker.resolve_type(texpr, self.file)
+        call.type_arg_types = [t]
+        if t == UNKNOWN:
+            return None
+        if b.type_param == B.ROW_CLASS:
+            problem = self.row_class_problem(t)
+            if problem:
+                self.error(f"{b.name}[T] needs a class whose fields are scalars or T? of "
+                           f"scalars; {problem}", texpr.span)
+                return None
+        elif not is_json_type(t, self.checker.field_types):
+            self.error(f"{b.name}[T] needs a JSON type (class, List, number, str, bool, T?), "
+                       f"found {fmt(t)}", texpr.span)
+            return None
+        return t
+
+    def row_class_problem(self, t: Type) -> str | None:
+        if not isinstance(t, ClassRef):
+            return f"found {fmt(t)}"
+        for name, ft in self.checker.program.classes[t.name].fields:
+            if ft != UNKNOWN and not is_scalar_or_optional(ft):
+                return f"field '{name}' of {t.name} is {fmt(ft)}"
+        return None
+
+    def argument(self, call: syntax.Call, i: int, arg: syntax.Expr, spec, earlier) -> Type:
+        """Check argument `i` of a builtin call against a type or a kind of types."""
+        what = f"argument {i + 1} of {call.target}: "
+        if isinstance(spec, Type):
+            return self.expect(arg, spec, what)
+        if spec == B.ELEMENT:
+            lst = earlier[0] if earlier else UNKNOWN
+            return self.expect(arg, lst.elem if isinstance(lst, ListOf) else UNKNOWN, what)
+        if spec == B.LITERAL_PATH:
+            return self.include_text(call, arg)
+        t = self.expr(arg, None)
+        if t != UNKNOWN and not self.fits_kind(t, spec):
+            self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}", arg.span)
+        return t
+
+    def fits_kind(self, t: Type, kind: str) -> bool:
+        if kind == B.INTEGER_OR_FLOAT:
+            return t in NUMBERS
+        if kind == B.FORMATTABLE:
+            return t in NUMBERS or t == BOOL
+        if kind == B.SIZED:
+            return t in (STR, BYTES, VIEW_BYTES) or isinstance(t, ListOf)
+        if kind == B.LIST:
+            return isinstance(t, ListOf)
+        if kind == B.JSON:
+            return is_json_type(t, self.checker.field_types)
+        if kind == B.TEXT:
+            return t in (STR, BYTES, VIEW_BYTES)
+        if kind == B.DB_ARG:
+            return is_scalar_or_optional(t) or t in (VIEW_BYTES, NONE)
+        return t != NONE  # ANY
+
+    def include_text(self, call: syntax.Call, arg: syntax.Expr) -> Type:
+        """Read the named file (relative to this source file) now and embed its text."""
+        self.expr(arg)
+        if not isinstance(arg, syntax.StrLit):
+            self.error("include_text needs a string literal naming a file", arg.span)
+            return STR
+        path = os.path.join(os.path.dirname(self.file), arg.value)
+        try:
+            with open(path, encoding="utf-8", newline="") as f:  # the text as is, CRLF kept
+                call.embedded_text = f.read()
+        except FileNotFoundError:
+            self.error(f"include_text: file '{arg.value}' not found (looked for {path})",
+                       arg.span)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.error(f"include_text: cannot read '{arg.value}': {reason}", arg.span)
+        return STR
