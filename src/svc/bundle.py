@@ -2,7 +2,8 @@
 
 The executable holds CPython, the svc runtime and its native dependencies (uvloop, httptools,
 msgspec, websockets, SQLite) and the compiled program, marshalled into one data file. Its entry
-point is `svc.launcher`, which is the same for every program.
+point is `svc.launcher`, which is the same for every program. The command around this
+(arguments, messages, SIGTERM) is `svcc build` in `svc.cli`.
 
 Why builds after the first are fast: PyInstaller keeps its work (the import analysis, the
 bytecode archive, stripped binaries) in a cache folder keyed by the svc, Python and PyInstaller
@@ -19,16 +20,18 @@ import importlib.util
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import time
+import types
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import svc.launcher
 from svc import __version__
+from svc.compiler.diagnostics import plural
 from svc.launcher import PAYLOAD_NAME, encode_program
+from svc.runner import silence_stdout
 
 STAGES = 4
 APP_NAME = "svc-app"
@@ -57,55 +60,13 @@ class BuildError(Exception):
     """A build problem to report as one `error:` message (never a traceback)."""
 
 
-class _Terminated(BaseException):
-    """SIGTERM during a build: unwinds like Ctrl+C, so PyInstaller is stopped too."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise _Terminated()
-
-
-def build_command(args: Any) -> int:
-    """`svcc build FILE -o OUT` / `svcc build --project DIR -o OUT`: 0 built, 1 failed,
-    2 for a usage error (no such file or project folder), 143 when stopped by SIGTERM."""
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        return _build(args.file, args.project, args.output)
-    except BuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except _Terminated:
-        return 128 + signal.SIGTERM
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
-        print(f"error: internal error while building: {type(exc).__name__}: {exc}",
-              file=sys.stderr)
-        return 1
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _build(file: str | None, project: str | None, output: str) -> int:
-    started = time.monotonic()
-    from svc.compiler.driver import _usage_error
-    usage = _usage_error(file, project)
-    if usage:
-        print(f"error: {usage}", file=sys.stderr)
-        return 2
+def output_path(output: str) -> str:
+    """The executable's path for `-o OUTPUT` (`.exe` added on Windows), refused before any
+    work when PyInstaller is missing or the path must not be written (see `_check_output`)."""
     _require_bundler()
     output = executable_name(output)
     _check_output(output)
-
-    _progress(1, f"checking and compiling {file or project}")
-    from svc.loader import compile_and_report
-    program = compile_and_report(file, project)  # diagnostics are printed as by `svcc check`
-    if program is None:
-        return 1
-    build_executable(program, output)
-    elapsed = time.monotonic() - started
-    _progress(4, f"done: {output} ({_size(os.path.getsize(output))}, {elapsed:.1f} s)")
-    return 0
+    return output
 
 
 def _check_output(output: str) -> None:
@@ -132,11 +93,11 @@ def _is_executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def build_executable(program: Any, output: str) -> None:
-    """Stages 2 and 3: pack a `CompiledProgram` and bundle it into the executable `output`."""
-    payload = encode_program(program.modules)
-    _progress(2, f"packing the program ({_plural(len(program.modules), 'file')}, "
-                 f"{_size(len(payload))})")
+def build_executable(code: list[tuple[str, types.CodeType]], output: str) -> None:
+    """Stages 2 and 3: pack a program's code objects (`pipeline.Compiled.code`) and bundle
+    them into the executable `output`."""
+    payload = encode_program(code)
+    progress(2, f"packing the program ({plural(len(code), 'file')}, {size_text(len(payload))})")
     cache = cache_dir()
     try:
         os.makedirs(cache, exist_ok=True)
@@ -145,7 +106,7 @@ def build_executable(program: Any, output: str) -> None:
                          "(set SVC_CACHE_DIR to a folder svcc may write)") from None
     with _locked(os.path.join(cache, "lock")):
         first = not os.path.exists(os.path.join(cache, "work", APP_NAME, "Analysis-00.toc"))
-        _progress(3, "bundling with PyInstaller (" + (
+        progress(3, "bundling with PyInstaller (" + (
             "first build takes about a minute" if first else f"reusing the cache in {cache}") + ")")
         _install(_bundle(cache, payload), output)
 
@@ -326,13 +287,11 @@ else:
         fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _progress(stage: int, text: str) -> None:
+def progress(stage: int, text: str) -> None:
     """One progress line; a closed stdout (`svcc build ... | head -1`) does not stop the build."""
     try:
         print(f"[{stage}/{STAGES}] {text}", flush=True)
     except BrokenPipeError:
-        from svc.loader import silence_stdout
-
         silence_stdout()
 
 
@@ -341,11 +300,8 @@ def _tail(path: str) -> str:
         return "".join(f.readlines()[-LOG_TAIL_LINES:]).rstrip()
 
 
-def _size(count: int) -> str:
+def size_text(count: int) -> str:
+    """A byte count for a progress line: `812.3 kB`, `14.2 MB`."""
     if count < 1_000_000:
         return f"{count / 1000:.1f} kB"
     return f"{count / 1_000_000:.1f} MB"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

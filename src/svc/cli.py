@@ -1,16 +1,24 @@
 """The `svcc` command line: check, run and build svc programs.
 
-Each subcommand is a thin wrapper: argument parsing lives here, the work lives in the module
-that owns it (compiler driver, loader, bundler), imported lazily so `svcc --version` and
-`svcc check` stay fast and never import the server.
+Everything every command shares is here, once: the arguments, the usage check (exit 2), the
+guard that turns an internal failure into one `error:` line (exit 1), Ctrl+C (exit 130), a
+reader that goes away (`svcc ... | head -1`: quiet) and standard streams the caller closed.
+The commands themselves are thin: the pipeline compiles, the runner runs, the bundler builds.
+Those are imported when a command needs them, so `svcc --version` stays fast and `svcc check`
+never imports the server.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import time
+from typing import Any, Callable
 
 from svc import __version__
+from svc.runner import reopen_closed_standard_streams, silence_stdout
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -40,24 +48,151 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from svc.loader import reopen_closed_standard_streams, silence_stdout
-
     reopen_closed_standard_streams()
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "check":
-            from svc.compiler.driver import check_command
-            return check_command(args)
-        if args.command == "run":
-            from svc.loader import run_command
-            return run_command(args)
-        from svc.bundle import build_command
-        return build_command(args)
+        return _guarded(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader of our output went away (`svcc check ... | head -1`)
         silence_stdout()
         return 1
+
+
+def usage_error(file: str | None, project: str | None) -> str | None:
+    """Problems with the command line itself (exit 2), before any compiling."""
+    if project is not None:
+        if not os.path.isdir(project):
+            return f"project folder '{project}' does not exist"
+        if not os.path.isfile(os.path.join(project, "svc.toml")):
+            return f"no svc.toml in project folder '{project}'"
+        return None
+    if file is None:
+        return "give a .svc file or --project DIR"
+    if not os.path.exists(file):
+        return f"cannot find file '{file}'"
+    if not os.path.isfile(file):
+        return f"'{file}' is not a file"
+    if not os.access(file, os.R_OK):
+        return f"cannot read '{file}': permission denied"
+    return None
+
+
+def _guarded(args: Any) -> int:
+    """The usage check, then the command; a bug of ours is one `error:` line and exit 1,
+    never a traceback."""
+    try:
+        usage = usage_error(args.file, args.project)
+        if usage:
+            print(f"error: {usage}", file=sys.stderr)
+            return 2
+        return COMMANDS[args.command](args)
+    except BrokenPipeError:  # our reader is gone: `main` ends quietly
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last line of defence, see docstring
+        print(f"error: internal compiler error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _target(args: Any):
+    from svc.pipeline import Target
+
+    return Target(file=args.file, project=args.project)
+
+
+def _report(failed: Any) -> None:
+    """Print a failed pipeline's diagnostics, as every command shows them."""
+    from svc.compiler.diagnostics import render_all
+
+    print(render_all(failed.diagnostics, failed.sources), file=sys.stderr)
+
+
+# --- svcc check -------------------------------------------------------------------------------
+
+def check_command(args: Any) -> int:
+    """`svcc check FILE` / `svcc check --project DIR [--emit-python]`: 0 good, 1 errors."""
+    import ast
+
+    from svc import pipeline
+    from svc.compiler.diagnostics import plural
+
+    checked = pipeline.check(_target(args))
+    if isinstance(checked, pipeline.Failed):
+        _report(checked)
+        return 1
+    if args.emit_python:
+        for path, module in pipeline.generate(checked):
+            print(f"# --- {path} ---")
+            print(ast.unparse(module))
+        return 0
+    program = checked.program
+    print(f"ok: {program.entry} ({plural(len(program.modules), 'file')}, "
+          f"{plural(len(program.routes), 'route')})")
+    return 0
+
+
+# --- svcc run ---------------------------------------------------------------------------------
+
+def run_command(args: Any) -> int:
+    """`svcc run FILE` / `svcc run --project DIR`: compile, then run `main` in this process.
+    A compile error prints the diagnostics and exits 1 without starting anything."""
+    from svc import pipeline
+    from svc.runner import run_program
+
+    compiled = pipeline.compile(_target(args))
+    if isinstance(compiled, pipeline.Failed):
+        _report(compiled)
+        return 1
+    return run_program(compiled.code, base_dir=compiled.project_dir)
+
+
+# --- svcc build -------------------------------------------------------------------------------
+
+class _Terminated(BaseException):
+    """SIGTERM during a build: unwinds like Ctrl+C, so PyInstaller is stopped too."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
+def build_command(args: Any) -> int:
+    """`svcc build FILE -o OUT` / `svcc build --project DIR -o OUT`: 0 built, 1 failed,
+    143 when stopped by SIGTERM (PyInstaller is stopped with it)."""
+    from svc.bundle import BuildError
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _build(args)
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except _Terminated:
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _build(args: Any) -> int:
+    from svc import bundle, pipeline
+
+    started = time.monotonic()
+    output = bundle.output_path(args.output)
+    target = _target(args)
+    bundle.progress(1, f"checking and compiling {target.display_name}")
+    compiled = pipeline.compile(target)
+    if isinstance(compiled, pipeline.Failed):
+        _report(compiled)  # exactly as `svcc check` shows them
+        return 1
+    bundle.build_executable(compiled.code, output)
+    elapsed = time.monotonic() - started
+    bundle.progress(4, f"done: {output} ({bundle.size_text(os.path.getsize(output))}, "
+                       f"{elapsed:.1f} s)")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[Any], int]] = {
+    "check": check_command, "run": run_command, "build": build_command}
 
 
 if __name__ == "__main__":

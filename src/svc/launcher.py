@@ -2,8 +2,8 @@
 
 `svcc build` marshals the compiled program into one data file (`PAYLOAD_NAME`) that PyInstaller
 packs next to this script. At start the executable reads it back from the folder its bootloader
-unpacked (`sys._MEIPASS`) and runs it exactly as `svcc run` would, except that relative
-database paths resolve against the working directory (`base_dir=None`).
+unpacked (`sys._MEIPASS`) and runs it with `svc.runner`, exactly as `svcc run` would, except
+that relative database paths resolve against the working directory (`base_dir=None`).
 
 This script is the same for every program, and so are its imports: that is what lets
 PyInstaller reuse its analysis from one build to the next (see `svc.bundle`).
@@ -79,18 +79,18 @@ def stop_with_the_bootloader() -> None:
 
 def main() -> int:
     """Load the embedded program and serve it like `svcc run`; the exit status is its own."""
-    from svc.loader import CompiledProgram, reopen_closed_standard_streams, run_program
+    from svc.runner import reopen_closed_standard_streams, run_program
 
     reopen_closed_standard_streams()
     receive_signals_once()
     stop_with_the_bootloader()
     try:
         with open(payload_path(), "rb") as f:
-            modules = decode_program(f.read())
+            code = decode_program(f.read())
     except (OSError, ValueError, EOFError, TypeError) as exc:
         print(f"error: cannot load the embedded program: {exc}", file=sys.stderr)
         return 1
-    return run_program(CompiledProgram(modules=modules, project_dir=None), base_dir=None)
+    return run_program(code, base_dir=None)
 
 
 if __name__ == "__main__":

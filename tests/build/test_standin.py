@@ -1,7 +1,7 @@
 """The build pipeline on its own: a hand-made program (no compiler involved) bundled, run with
 `env -i`, and rebuilt with the analysis reused.
 
-The stand-in is a `CompiledProgram` whose code comes from a small Python snippet: it prints,
+The stand-in is a program whose code comes from a small Python snippet: it prints,
 writes a file in the working directory and, on request, fails from `main`. So these tests pin
 what the executable adds around any program: output encoding without a locale, files relative
 to the working directory, the exit status of `main`, and no unpack folder left behind.
@@ -13,11 +13,10 @@ import subprocess
 import time
 
 import pytest
-from executables import POSIX_ONLY, env_i_command, install_alone, pyinstaller_log, \
+from tests.helpers.executables import POSIX_ONLY, env_i_command, install_alone, pyinstaller_log, \
     scrubbed_env, unpack_folders
 
 from svc.bundle import build_executable
-from svc.loader import CompiledProgram
 
 pytestmark = [pytest.mark.build, POSIX_ONLY]
 
@@ -41,8 +40,7 @@ def build_standin(tag: str, output, cache) -> float:
     started = time.monotonic()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SVC_CACHE_DIR", str(cache))
-        build_executable(CompiledProgram(modules=[("standin.svc", code)], project_dir=None),
-                         str(output))
+        build_executable([("standin.svc", code)], str(output))
     return time.monotonic() - started
 
 

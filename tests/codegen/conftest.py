@@ -1,5 +1,5 @@
 """Compile-and-run helpers for the semantics tests: small main-only svc programs run in this
-process through the real compiler, code generator and loader, checking what they print."""
+process through the real pipeline and runner, checking what they print."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import textwrap
 
 import pytest
 
-from svc.compiler.driver import print_diagnostics
-from svc.loader import CompiledProgram, compile_target, run_program
+from svc.compiler.diagnostics import render_all
+from svc.pipeline import Failed, Target, compile
+from svc.runner import run_program
 
 
 class Runner:
@@ -20,12 +21,12 @@ class Runner:
         """Compile and run `source`; returns (exit status, stdout, stderr)."""
         path = self.tmp_path / "prog.svc"
         path.write_text(textwrap.dedent(source))
-        compiled = compile_target(str(path), None)
-        if not isinstance(compiled, CompiledProgram):
-            print_diagnostics(compiled, {})
-            pytest.fail(f"program did not compile: {self.capsys.readouterr().err}")
+        compiled = compile(Target(file=str(path)))
+        if isinstance(compiled, Failed):
+            pytest.fail("program did not compile: "
+                        + render_all(compiled.diagnostics, compiled.sources))
         self.capsys.readouterr()
-        status = run_program(compiled, None)
+        status = run_program(compiled.code, None)
         out, err = self.capsys.readouterr()
         return status, out, err
 

@@ -6,9 +6,8 @@ import ast
 import inspect
 import textwrap
 
-from svc.compiler.codegen import generate
-from svc.compiler.driver import compile_program
-from svc.loader import compile_checked, load_namespace
+from svc.pipeline import Checked, Compiled, Target, check, compile, generate
+from svc.runner import load_namespace
 
 SOURCE = """
 class User:
@@ -28,23 +27,25 @@ async def main() -> Result[unit, Error]:
 """
 
 
-def _program(tmp_path):
+def _target(tmp_path) -> Target:
     path = tmp_path / "app.svc"
     path.write_text(textwrap.dedent(SOURCE))
-    program, diagnostics, _sources = compile_program(file=str(path), project=None)
-    assert program is not None, diagnostics
-    return program
+    return Target(file=str(path))
 
 
 def test_only_await_free_handlers_get_a_sync_twin(tmp_path):
-    module = generate(_program(tmp_path))[-1][1]
+    checked = check(_target(tmp_path))
+    assert isinstance(checked, Checked), checked
+    module = generate(checked)[-1][1]
     names = {node.name for node in module.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     assert "_svc_sync_computed" in names
     assert "_svc_sync_awaits" not in names
 
 
 def test_route_table_uses_the_twin_and_svc_callers_still_await(tmp_path):
-    namespace = load_namespace(compile_checked(_program(tmp_path)))
+    compiled = compile(_target(tmp_path))
+    assert isinstance(compiled, Compiled), compiled
+    namespace = load_namespace(compiled.code)
     routes = {route.path: route.handler for route in namespace["_svc_ROUTES"]}
     assert not inspect.iscoroutinefunction(routes["/computed"])
     assert routes["/computed"]().name == "ada"

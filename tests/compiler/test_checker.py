@@ -1,7 +1,8 @@
 """The checker's annotations, which the code generator relies on, and its program tables.
 
 Bad programs and their messages live in corpus/check/; here we assert what a *good* program
-is annotated with (syntax.py fields marked "checker:").
+is annotated with (syntax.py fields marked "checker:"). The helpers check as the pipeline does,
+the route table included (`pipeline.check_modules`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from svc.compiler.source import SourceFile, Span
 from svc.compiler.types import (
     BOOL, ERROR, F64, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, format_type,
 )
+from svc.pipeline import check_modules
 
 
 def checked(text: str, path: str = "t.svc"):
     """Parse and check one file; fail the test on any diagnostic."""
     module, diagnostics = parse(SourceFile(path, text))
     assert not diagnostics, diagnostics
-    program, diagnostics = check([module], path)
+    program, diagnostics = check_modules([module], path)
     assert not diagnostics, [f"{d.span.line}:{d.span.col}: {d.message}" for d in diagnostics]
     return program
 
@@ -31,7 +33,7 @@ def checked(text: str, path: str = "t.svc"):
 def errors(text: str) -> list[str]:
     module, diagnostics = parse(SourceFile("t.svc", text))
     assert not diagnostics, diagnostics
-    return [d.message for d in check([module], "t.svc")[1]]
+    return [d.message for d in check_modules([module], "t.svc")[1]]
 
 
 def walk(node):
@@ -248,7 +250,7 @@ def test_a_10000_line_program_checks_quickly() -> None:
     module, diagnostics = parse(SourceFile("big.svc", text))
     assert diagnostics == []
     start = time.process_time()  # CPU time: robust to other work on a shared machine
-    program, diagnostics = check([module], "big.svc")
+    program, diagnostics = check_modules([module], "big.svc")
     elapsed = time.process_time() - start
     assert diagnostics == [] and len(program.routes) == 501
     assert elapsed < 1.0, f"checking 10,000 lines took {elapsed:.2f} s"

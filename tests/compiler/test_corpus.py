@@ -3,7 +3,6 @@ their `# expect: LINE:COL: message` lines list. The format is in corpus/README.m
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -11,11 +10,10 @@ from pathlib import Path
 import pytest
 
 from svc.compiler.diagnostics import render
-from svc.compiler.driver import compile_program
+from svc.pipeline import Checked, Failed, Target, check
 
 CORPUS = Path(__file__).parent / "corpus"
 EXPECT = re.compile(r"^\s*#\s*expect:\s*(?:([^:\s]+):)?(\d+):(\d+):\s*(.*?)\s*$")
-HAS_CHECKER = importlib.util.find_spec("svc.compiler.checker") is not None
 
 
 def find_cases(root: Path) -> list[Path]:
@@ -36,17 +34,17 @@ def case_id(case: Path) -> str:
     return case.relative_to(CORPUS).as_posix()
 
 
-def compile_case(case: Path):
-    """compile_program on the case, from the corpus folder so paths are short and stable."""
+def compile_case(case: Path) -> Checked | Failed:
+    """Check the case, from the corpus folder so paths are short and stable."""
     cwd = os.getcwd()
     os.chdir(CORPUS)
     try:
         relative = case.relative_to(CORPUS).as_posix()
         if case.is_dir() and (case / "svc.toml").exists():
-            return compile_program(project=relative)
+            return check(Target(project=relative))
         if case.is_dir():
-            return compile_program(file=f"{relative}/main.svc")
-        return compile_program(file=relative)
+            return check(Target(file=f"{relative}/main.svc"))
+        return check(Target(file=relative))
     finally:
         os.chdir(cwd)
 
@@ -78,20 +76,17 @@ BAD = [case for folder in sorted(CORPUS.iterdir()) if folder.is_dir() and folder
 
 @pytest.mark.parametrize("case", GOOD, ids=case_id)
 def test_good_program_compiles(case: Path) -> None:
-    program, diagnostics, sources = compile_case(case)
-    assert diagnostics == [], describe(diagnostics, sources)
-    if HAS_CHECKER:
-        assert program is not None
+    result = compile_case(case)
+    assert isinstance(result, Checked), describe(result.diagnostics, result.sources)
 
 
 @pytest.mark.parametrize("case", BAD, ids=case_id)
 def test_bad_program_reports_expected_errors(case: Path) -> None:
-    if case_id(case).startswith("check/") and not HAS_CHECKER:
-        pytest.skip("the checker is not available yet")
     expected = expectations(case)
     assert expected, f"{case_id(case)} has no '# expect: LINE:COL: message' lines"
-    program, diagnostics, sources = compile_case(case)
-    assert program is None
+    result = compile_case(case)
+    assert isinstance(result, Failed)
+    diagnostics, sources = result.diagnostics, result.sources
     got = sorted((os.path.normpath(d.span.file).replace(os.sep, "/"), d.span.line, d.span.col,
                   d.message) for d in diagnostics)
     shown = describe(sorted(diagnostics, key=lambda d: d.sort_key()), sources)

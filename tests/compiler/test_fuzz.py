@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from svc.compiler.diagnostics import render
-from svc.compiler.driver import compile_program
 from svc.compiler.lexer import tokenize
 from svc.compiler.source import SourceFile
+from svc.pipeline import Failed, Target, check
 
 CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
@@ -139,11 +139,12 @@ def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
         target = tmp_path / relative.parent / "fuzz_main.svc"
         target.write_bytes(data)
         try:
-            program, diagnostics, sources = compile_program(file=str(target))
+            result = check(Target(file=str(target)))
+            diagnostics = result.diagnostics if isinstance(result, Failed) else []
             rejected += bool(diagnostics)
             for diagnostic in diagnostics:
                 assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
-                render(diagnostic, sources.get(diagnostic.span.file))
+                render(diagnostic, result.sources.get(diagnostic.span.file))
         except Exception as exc:  # pragma: no cover - the failure report
             (tmp_path / "failing.svc").write_bytes(data)
             raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"

@@ -2,9 +2,9 @@
 
 `check(modules, entry)` collects every top-level definition (names are global across files),
 works out what each file may see (its own definitions plus its imports), resolves the written
-types of classes and functions, checks `main`, then checks each function body (`body.py`)
-and builds the route table (`routes.py`). Errors are collected, never raised; the AST is
-annotated in place for the code generator.
+types of classes and functions, checks `main`, then checks each function body (`body.py`).
+Errors are collected, never raised; the AST is annotated in place for the code generator.
+The route table is the next step (`routes.py`, run by `svc.pipeline`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ from svc.compiler.body import BodyChecker
 from svc.compiler.builtins import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import CheckedProgram, ClassInfo, FunctionInfo
-from svc.compiler.routes import build_routes
 from svc.compiler.source import Span
+from svc.contract import RECURSION_LIMIT
 from svc.compiler.types import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt,
     ResultOf, Type, View, contains_view, format_type,
 )
-
-#: Python frames the checker may use: ~3 per nested expression level.
-_RECURSION_LIMIT = 20_000
 
 _PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, ERROR)}
 
@@ -44,7 +41,7 @@ def check(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram, lis
     """Check a whole program; `modules` are in load order (entry last)."""
     checker = Checker(modules, entry)
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))  # long `a + b + ...` chains nest deeply
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))  # long `a + b + ...` chains nest deeply
     try:
         checker.run()
     except RecursionError:  # absurdly deep nesting: a diagnostic, never a traceback
@@ -84,9 +81,6 @@ class Checker:
         self.check_main()
         for info in self.program.functions.values():
             BodyChecker(self, info).check()
-        routes, diagnostics = build_routes(self.program.functions.values(), self.field_types)
-        self.program.routes = routes
-        self.diagnostics += diagnostics
 
     # --- names -------------------------------------------------------------------------------
 
@@ -118,7 +112,7 @@ class Checker:
         names = set(self.own[module.path])
         for item in module.items:
             if not isinstance(item, syntax.Import) or item.resolved_path not in self.own:
-                continue  # an import the driver could not load was reported by the driver
+                continue  # an import that could not be loaded was reported when loading
             theirs = self.own[item.resolved_path]
             if item.names is None:
                 names.update(theirs)

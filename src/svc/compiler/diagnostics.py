@@ -50,3 +50,18 @@ def render(diagnostic: Diagnostic, source: SourceFile | None) -> str:
         caret = pad.ljust(span.col - 1) + "^" * max(1, width)
         lines += [f"{gutter} |", f"{span.line} | {text}", f"{gutter} | {caret}"]
     return "\n".join(lines)
+
+
+def render_all(diagnostics: list[Diagnostic], sources: dict[str, SourceFile]) -> str:
+    """Every diagnostic, sorted by file, line and column, each followed by a blank line, then
+    a one-line summary (`error: 3 errors in app.svc`): what a failed command prints."""
+    ordered = sorted(diagnostics, key=Diagnostic.sort_key)
+    shown = "".join(f"{render(d, sources.get(d.span.file))}\n\n" for d in ordered)
+    files = sorted({d.span.file for d in ordered})
+    where = files[0] if len(files) == 1 else f"{len(files)} files"
+    return f"{shown}error: {plural(len(ordered), 'error')} in {where}"
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

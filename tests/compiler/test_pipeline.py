@@ -1,5 +1,5 @@
-"""Program loading: imports (each file once, cycles, missing files), invalid UTF-8, and
-project folders with `svc.toml`."""
+"""The pipeline as plain data: imports (each file once, cycles, missing files), invalid UTF-8,
+project folders with `svc.toml`, and what `check` and `compile` return."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from svc.compiler import syntax
-from svc.compiler.driver import compile_program, load_modules, read_source
+from svc.compiler.diagnostics import render_all
+from svc.compiler.imports import load_modules, read_source
+from svc.pipeline import Checked, Compiled, Failed, Target, check, compile
 
 MAIN = "def main():\n    pass\n"
+ROUTE = '@get("/box")\nasync def box() -> Result[Box, Error]:\n    return ok(Box(v=1))\n'
 
 
 @pytest.fixture
@@ -103,29 +106,84 @@ def test_a_byte_order_mark_is_ignored(in_tmp: Path) -> None:
     assert diagnostics == [] and modules[0].items[0].name == "main"
 
 
-def test_compile_program_stops_before_the_checker_on_syntax_errors(in_tmp: Path) -> None:
+def test_check_stops_before_the_checker_on_syntax_errors(in_tmp: Path) -> None:
     write(in_tmp, {"main.svc": "def main(:\n    undefined_name()\n"})
-    program, diagnostics, sources = compile_program(file="main.svc")
-    assert program is None and len(diagnostics) == 1 and "main.svc" in sources
+    failed = check(Target(file="main.svc"))
+    assert isinstance(failed, Failed)
+    assert len(failed.diagnostics) == 1 and "main.svc" in failed.sources
+
+
+def test_compile_gives_one_code_object_per_file_in_load_order(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": 'import "lib.svc"\n' + ROUTE + MAIN,
+                   "lib.svc": "class Box:\n    v: i64\n"})
+    compiled = compile(Target(file="main.svc"))
+    assert isinstance(compiled, Compiled), compiled
+    assert [path for path, _ in compiled.code] == ["lib.svc", "main.svc"]
+    assert [code.co_filename for _, code in compiled.code] == ["lib.svc", "main.svc"]
+    assert [route.path for route in compiled.program.routes] == ["/box"]
+    assert compiled.project_dir is None
+
+
+def test_a_failed_check_carries_the_sources_to_render_its_diagnostics(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": "def main():\n    x = 1 + \"a\"\n"})
+    failed = compile(Target(file="main.svc"))
+    assert isinstance(failed, Failed)
+    assert render_all(failed.diagnostics, failed.sources).splitlines() == [
+        "error: operator '+' needs two numbers or two str, found i64 and str",
+        " --> main.svc:2:9",
+        "  |",
+        '2 |     x = 1 + "a"',
+        "  |         ^^^^^^^",
+        "",
+        "error: 1 error in main.svc",
+    ]
+
+
+def test_route_rules_and_body_errors_are_reported_in_one_run(in_tmp: Path) -> None:
+    write(in_tmp, {"main.svc": '@get("/a")\nasync def handler() -> i64:\n'
+                               '    return 1\n' + "def main():\n    x = nope\n"})
+    failed = check(Target(file="main.svc"))
+    assert isinstance(failed, Failed)
+    assert [(d.span.line, d.message) for d in failed.diagnostics] == [
+        (2, "handler 'handler' must return Result[T, Error] where T is JSON-encodable "
+            "(class, List, number, str, bool, unit, T?) or Html, found i64"),
+        (5, "unknown name 'nope'"),
+    ]
+
+
+@pytest.mark.parametrize("target, shown", [
+    (Target(file="app/main.svc"), "app/main.svc"),
+    (Target(project="examples/tasks"), "tasks (examples/tasks)"),
+    (Target(project="examples/tasks/"), "tasks (examples/tasks)"),
+    (Target(project="tasks"), "tasks"),
+])
+def test_a_target_is_named_as_a_user_recognises_it(target: Target, shown: str) -> None:
+    assert target.display_name == shown
+
+
+def test_the_current_folder_is_named_by_its_name_and_where_it_is(in_tmp: Path) -> None:
+    assert Target(project=".").display_name == f"{in_tmp.name} ({in_tmp})"
+    (in_tmp / "sub").mkdir()
+    assert Target(project="sub/..").display_name == f"{in_tmp.name} ({in_tmp})"
 
 
 # --- projects -------------------------------------------------------------------------------
 
 def project(root: Path, toml: str, files: dict[str, str] | None = None) -> list:
     write(root, {"svc.toml": toml, **(files or {"main.svc": MAIN})})
-    program, diagnostics, sources = compile_program(project=str(root))
-    return [(d.span.line, d.span.col, d.message) for d in diagnostics]
+    failed = check(Target(project=str(root)))
+    assert isinstance(failed, Failed) and str(root / "svc.toml") in failed.sources
+    return [(d.span.line, d.span.col, d.message) for d in failed.diagnostics]
 
 
 def test_project_reads_entry_and_sets_project_dir(tmp_path: Path) -> None:
     write(tmp_path, {"svc.toml": 'entry = "src/app.svc"\nname = "app"\n',
                      "src/app.svc": 'import "m.svc"\n' + MAIN, "src/m.svc": "class M:\n x: i64\n"})
-    program, diagnostics, sources = compile_program(project=str(tmp_path))
-    assert diagnostics == []
-    assert str(tmp_path / "src" / "app.svc") in sources
-    if program is not None:  # None only while the checker is missing
-        assert program.project_dir == str(tmp_path)
-        assert program.entry == str(tmp_path / "src" / "app.svc")
+    checked = check(Target(project=str(tmp_path)))
+    assert isinstance(checked, Checked), checked
+    assert str(tmp_path / "src" / "app.svc") in checked.sources
+    assert checked.project_dir == str(tmp_path)
+    assert checked.program.entry == str(tmp_path / "src" / "app.svc")
 
 
 @pytest.mark.parametrize("toml, expected", [
@@ -148,10 +206,8 @@ def test_project_config_errors(tmp_path: Path, toml: str, expected: tuple) -> No
 
 def test_a_10000_line_program_checks(in_tmp: Path) -> None:
     """The speed benchmark's program is valid (the timing itself is measured by hand)."""
-    import sys
-    sys.path.insert(0, str(Path(__file__).parent))
-    from large_program import generate
+    from tests.helpers.large_program import generate
     (in_tmp / "big.svc").write_text(generate(10_000))
-    program, diagnostics, sources = compile_program(file="big.svc")
-    assert diagnostics == []
-    assert len(sources["big.svc"].lines) >= 10_000
+    checked = check(Target(file="big.svc"))
+    assert isinstance(checked, Checked), checked
+    assert len(checked.sources["big.svc"].lines) >= 10_000

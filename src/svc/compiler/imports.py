@@ -1,20 +1,21 @@
-"""The compiler driver: load a program (entry file plus imports), run the passes, and the
-`svcc check` command.
+"""Imports: the files of a program, read and parsed once each, in dependency order.
 
-Nothing here raises for bad input: unreadable files, invalid UTF-8, import cycles and errors
-in `svc.toml` are diagnostics like any other. The checker only runs on a program that loaded
-and parsed cleanly, so one syntax error never causes a cascade of type errors.
+`load_modules(entry)` reads the entry file, parses it, and follows its `import` items depth
+first, so the modules come back with every file's dependencies before it and the entry last.
+Reading and parsing go together here because a file's imports are known only once it is
+parsed.
+
+Nothing here raises for bad input: an unreadable file, invalid UTF-8, a missing import or an
+import cycle is a diagnostic like any other, placed at the import's file name where there is
+one.
 """
 
 from __future__ import annotations
 
-import ast as python_ast
 import os
-import sys
-from typing import Any
 
 from svc.compiler import syntax
-from svc.compiler.diagnostics import Diagnostic, render
+from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.parser import parse
 from svc.compiler.source import SourceFile, Span
 
@@ -138,129 +139,3 @@ class _Loader:
             return Diagnostic(f"cannot find imported file '{item.path}' (looked for {path})",
                               diagnostic.span)
         return diagnostic
-
-
-def compile_program(file: str | None = None, project: str | None = None) -> tuple[
-        Any, list[Diagnostic], dict[str, SourceFile]]:
-    """Load, parse and check a program given as an entry file or a project folder.
-
-    Returns (CheckedProgram or None, diagnostics, sources by path); the program is None when
-    there is any diagnostic (or when the checker is not installed yet)."""
-    sources: dict[str, SourceFile] = {}
-    project_dir = None
-    if project is not None:
-        loaded, diagnostics, config = _load_project(project)
-        if config is not None:
-            sources[config.path] = config
-        if loaded is None:
-            return None, diagnostics, sources
-        file, project_dir = loaded.entry, os.path.normpath(project)
-    assert file is not None
-    modules, module_sources, diagnostics = load_modules(file)
-    sources.update(module_sources)
-    if diagnostics or not modules:
-        return None, diagnostics, sources
-    try:
-        from svc.compiler.checker import check
-    except ModuleNotFoundError as exc:
-        if exc.name != "svc.compiler.checker":
-            raise
-        return None, [], sources  # parse-only until the checker exists
-    program, diagnostics = check(modules, modules[-1].path)
-    if diagnostics:
-        return None, diagnostics, sources
-    program.project_dir = project_dir
-    return program, [], sources
-
-
-def _load_project(directory: str) -> tuple[Any, list[Diagnostic], SourceFile | None]:
-    """Read `svc.toml` of `directory`: (Project or None, diagnostics, the config source)."""
-    from svc.project import config_path, load_project
-    config, diagnostics = read_source(os.path.normpath(config_path(directory)))
-    if config is None or diagnostics:
-        return None, diagnostics, config
-    project, diagnostics = load_project(directory, config)
-    return project, diagnostics, config
-
-
-# --- `svcc check` -------------------------------------------------------------------------------
-
-def check_command(args: Any) -> int:
-    """`svcc check FILE` / `svcc check --project DIR [--emit-python]`: 0 good, 1 errors,
-    2 usage errors. Never a traceback: an internal failure is one `error:` line."""
-    try:
-        return _check(args)
-    except BrokenPipeError:  # our reader is gone: svcc.cli ends quietly
-        raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence, see docstring
-        print(f"error: internal compiler error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-
-
-def _check(args: Any) -> int:
-    usage = _usage_error(args.file, args.project)
-    if usage:
-        print(f"error: {usage}", file=sys.stderr)
-        return 2
-    program, diagnostics, sources = compile_program(file=args.file, project=args.project)
-    if diagnostics:
-        print_diagnostics(diagnostics, sources)
-        return 1
-    if program is None:  # only while svc.compiler.checker does not exist
-        print(f"ok: {args.file or args.project} (parsed; the checker is not available)")
-        return 0
-    if getattr(args, "emit_python", False):
-        return _emit_python(program)
-    routes = len(program.routes)
-    files = len(program.modules)
-    print(f"ok: {program.entry} ({_plural(files, 'file')}, {_plural(routes, 'route')})")
-    return 0
-
-
-def _usage_error(file: str | None, project: str | None) -> str | None:
-    """Problems with the command line itself (exit 2), before any compiling."""
-    if project is not None:
-        if not os.path.isdir(project):
-            return f"project folder '{project}' does not exist"
-        if not os.path.isfile(os.path.join(project, "svc.toml")):
-            return f"no svc.toml in project folder '{project}'"
-        return None
-    if file is None:
-        return "give a .svc file or --project DIR"
-    if not os.path.exists(file):
-        return f"cannot find file '{file}'"
-    if not os.path.isfile(file):
-        return f"'{file}' is not a file"
-    if not os.access(file, os.R_OK):
-        return f"cannot read '{file}': permission denied"
-    return None
-
-
-def print_diagnostics(diagnostics: list[Diagnostic], sources: dict[str, SourceFile]) -> None:
-    """All diagnostics, sorted by file, line and column, then a one-line summary."""
-    ordered = sorted(diagnostics, key=Diagnostic.sort_key)
-    for diagnostic in ordered:
-        print(render(diagnostic, sources.get(diagnostic.span.file)), file=sys.stderr)
-        print(file=sys.stderr)
-    files = sorted({d.span.file for d in ordered})
-    where = files[0] if len(files) == 1 else f"{len(files)} files"
-    print(f"error: {_plural(len(ordered), 'error')} in {where}", file=sys.stderr)
-
-
-def _emit_python(program: Any) -> int:
-    try:
-        from svc.compiler.codegen import generate
-    except ModuleNotFoundError as exc:
-        if exc.name != "svc.compiler.codegen":
-            raise
-        print("error: --emit-python needs the code generator (svc.compiler.codegen), which "
-              "is not available yet", file=sys.stderr)
-        return 1
-    for path, module in generate(program):
-        print(f"# --- {path} ---")
-        print(python_ast.unparse(module))
-    return 0
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

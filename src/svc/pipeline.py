@@ -1,0 +1,140 @@
+"""The pipeline: the one path from a program's files to code objects, for every command.
+
+    read svc.toml (a project) ─ imports: read and parse each file ─ check ─ routes
+      ─ generate (Python AST) ─ compile() ─▶ one code object per .svc file
+
+`check(target)` runs the steps up to the route table (what `svcc check` and a language server
+need); `compile(target)` continues to code objects (what `svcc run` and `svcc build` need).
+Both return plain data: `Checked` or `Compiled` when the program is good, else `Failed` with
+every diagnostic and the sources to show them with. Nothing here prints or raises for bad
+input. Only a program without diagnostics goes on to the next step, but within the check
+step every file's errors are collected together, so one run reports them all.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import types
+from dataclasses import dataclass
+
+from svc.compiler import checker, codegen, syntax
+from svc.compiler.diagnostics import Diagnostic
+from svc.compiler.imports import load_modules, read_source
+from svc.compiler.program import CheckedProgram
+from svc.compiler.routes import build_routes
+from svc.compiler.source import SourceFile
+from svc.compiler.types import Type
+from svc.project import Project, config_path, load_project
+
+#: (the .svc file's path, its code object), one per file, in load order (entry last).
+CodeList = list[tuple[str, types.CodeType]]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The program to work on: an entry file, or a project folder holding svc.toml."""
+
+    file: str | None = None
+    project: str | None = None
+
+    @property
+    def display_name(self) -> str:
+        """How to name the target to a user: the file as given, or the project folder's own
+        name with where it is (`tasks (examples/tasks)`; `.` becomes an absolute path)."""
+        if self.project is None:
+            return self.file or ""
+        folder = os.path.normpath(self.project)
+        name = os.path.basename(os.path.abspath(folder))
+        if os.path.basename(folder) != name:  # ".", "..", "sub/..": say where that is
+            folder = os.path.abspath(folder)
+        return name if folder == name or not name else f"{name} ({folder})"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The diagnostics that stopped the pipeline, and the sources to render them with."""
+
+    diagnostics: list[Diagnostic]
+    sources: dict[str, SourceFile]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A program without diagnostics: typed, annotated, with its route table."""
+
+    program: CheckedProgram
+    sources: dict[str, SourceFile]
+    project_dir: str | None  # project mode: relative database paths resolve against it
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A checked program and its code, ready to run or to pack into an executable."""
+
+    program: CheckedProgram
+    code: CodeList
+    project_dir: str | None
+
+
+def check(target: Target) -> Checked | Failed:
+    """Read, follow imports, parse, check and build the route table."""
+    sources: dict[str, SourceFile] = {}
+    entry, project_dir = target.file, None
+    if target.project is not None:
+        project, diagnostics = _read_project(target.project, sources)
+        if project is None:
+            return Failed(diagnostics, sources)
+        entry, project_dir = project.entry, os.path.normpath(target.project)
+    assert entry is not None, "a Target names a file or a project"
+    modules, module_sources, diagnostics = load_modules(entry)
+    sources.update(module_sources)
+    if diagnostics:
+        return Failed(diagnostics, sources)
+    program, diagnostics = check_modules(modules, modules[-1].path)
+    if diagnostics:
+        return Failed(diagnostics, sources)
+    return Checked(program, sources, project_dir)
+
+
+def compile(target: Target) -> Compiled | Failed:
+    """`check`, then generate Python and compile it: one code object per `.svc` file, whose
+    file name is that `.svc` path, so run-time faults point at the user's file and line."""
+    checked = check(target)
+    if isinstance(checked, Failed):
+        return checked
+    code = [(path, builtins.compile(module, filename=path, mode="exec"))
+            for path, module in generate(checked)]
+    return Compiled(checked.program, code, checked.project_dir)
+
+
+def check_modules(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram,
+                                                                      list[Diagnostic]]:
+    """The check and routes steps over parsed modules (load order, `entry` last). Route rules
+    are checked even when a body has errors, so both kinds are reported in one run."""
+    program, diagnostics = checker.check(modules, entry)
+
+    def field_types(class_name: str) -> list[Type]:
+        info = program.classes.get(class_name)
+        return [t for _, t in info.fields] if info else []
+
+    program.routes, route_diagnostics = build_routes(program.functions.values(), field_types)
+    return program, sorted(diagnostics + route_diagnostics, key=Diagnostic.sort_key)
+
+
+def generate(checked: Checked) -> list[tuple[str, ast.Module]]:
+    """The generate step: one Python module per `.svc` file, in load order (`compile` runs
+    it; `svcc check --emit-python` shows it)."""
+    return codegen.generate(checked.program)
+
+
+def _read_project(folder: str, sources: dict[str, SourceFile]) -> tuple[Project | None,
+                                                                        list[Diagnostic]]:
+    """Read `svc.toml` of `folder` (kept in `sources` to show its diagnostics)."""
+    config, diagnostics = read_source(os.path.normpath(config_path(folder)))
+    if config is not None:
+        sources[config.path] = config
+    if config is None or diagnostics:
+        return None, diagnostics
+    return load_project(folder, config)
