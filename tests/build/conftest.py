@@ -1,4 +1,4 @@
-"""The build cache shared by every test of a session (see executables.py)."""
+"""The build cache shared by every test of a session (see tests/helpers/executables.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from executables import REPO, svcc, svcc_build
+from tests.helpers.executables import REPO, svcc, svcc_build
 
 BROKEN = '''\
 class Task:

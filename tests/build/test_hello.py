@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from executables import POSIX_ONLY, REPO, env_i_command, install_alone, scrubbed_env, start, \
+from tests.helpers.executables import POSIX_ONLY, REPO, env_i_command, install_alone, scrubbed_env, start, \
     svcc, svcc_build, unpack_folders
 
 pytestmark = [pytest.mark.build, POSIX_ONLY]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from executables import POSIX_ONLY, REPO, install_alone, start, svcc_build, unpack_folders
+from tests.helpers.executables import POSIX_ONLY, REPO, install_alone, start, svcc_build, unpack_folders
 
 pytestmark = [pytest.mark.build, POSIX_ONLY]
 

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from svc_process import REPO, run_to_end, start  # noqa: E402
+from tests.helpers.svc_process import REPO, run_to_end, start
 
 GUIDE = REPO / "docs" / "guide.md"
 _FENCE = re.compile(r"^```(\w*)\s*$")

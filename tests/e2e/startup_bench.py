@@ -1,7 +1,7 @@
 """Start-up benchmark (not a test): from `svcc run examples/hello/hello.svc` to the first 200
 on /health, repeated; prints each time and the median.
 
-    .venv/bin/python tests/e2e/startup_bench.py [runs]
+    .venv/bin/python -m tests.e2e.startup_bench [runs]
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from svc_process import REPO, free_port, svcc
+from tests.helpers.svc_process import REPO, free_port, svcc
 
 
 def first_200(port: int, started: float, limit: float = 30.0) -> float:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from svc_process import start
+from tests.helpers.svc_process import start
 
 PROGRAM = Path(__file__).with_name("programs") / "binding.svc"
 ITEM = {"id": 1, "name": "a", "qty": 2, "price": 1.5, "note": None, "tags": ["x"]}

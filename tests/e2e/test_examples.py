@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc_process import REPO, start
+from tests.helpers.svc_process import REPO, start
 
 HELLO = str(REPO / "examples" / "hello" / "hello.svc")
 WORKLOAD = str(REPO / "examples" / "workload" / "workload.svc")

@@ -11,7 +11,7 @@ import subprocess
 import textwrap
 import time
 
-from svc_process import REPO, free_port, run_to_end, start, svcc
+from tests.helpers.svc_process import REPO, free_port, run_to_end, start, svcc
 
 
 def _write(path, text: str):

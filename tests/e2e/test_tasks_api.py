@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from tasks_server import PROJECT, launch, start, svcc_command
+from tests.helpers.tasks_server import PROJECT, launch, start, svcc_command
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 TASK_KEYS = {"id", "title", "done", "created_at", "updated_at"}

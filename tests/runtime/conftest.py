@@ -1,10 +1,10 @@
-"""Fixtures for the server tests (helpers live in http_testkit.py)."""
+"""Fixtures for the server tests (helpers live in tests/helpers/http_testkit.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from http_testkit import start_server
+from tests.helpers.http_testkit import start_server
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     uvloop = None
 
-HELPERS = Path(__file__).parent / "db_helpers"
+HELPERS = Path(__file__).parents[1] / "helpers"
 
 
 def run(coro):

@@ -9,7 +9,7 @@ import re
 import threading
 import time
 
-from http_testkit import Client, open_ws, read_frame, request, send_frame
+from tests.helpers.http_testkit import Client, open_ws, read_frame, request, send_frame
 
 
 def _elapsed_until_closed(client: Client, limit: float = 6) -> float:

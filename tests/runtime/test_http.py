@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from http_testkit import Client, request, rss_mib
+from tests.helpers.http_testkit import Client, request, rss_mib
 
 MIB = 1_048_576
 DATE = re.compile(r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$")

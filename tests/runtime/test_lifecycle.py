@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from http_testkit import Client, open_ws, read_frame, request, rss_mib, start_server
+from tests.helpers.http_testkit import Client, open_ws, read_frame, request, rss_mib, start_server
 
 CONNECTIONS = 10_000
 
@@ -180,7 +180,7 @@ def test_plain_asyncio_loop_works_too(tmp_path):
     """Where uvloop is missing (Windows) the server runs on asyncio's own loop."""
     from websockets.frames import Opcode
 
-    from http_testkit import send_frame
+    from tests.helpers.http_testkit import send_frame
     srv = start_server(tmp_path, {"SVC_TEST_ASYNCIO": "1"})
     assert request(srv.port, "GET", "/hello").json() == {"hello": "world"}
     with Client(srv.port) as client:

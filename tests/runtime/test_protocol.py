@@ -8,7 +8,7 @@ import socket
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from http_testkit import request
+from tests.helpers.http_testkit import request
 from svc.runtime.protocol import HEAD_LIMIT, Continue, HttpConnection, Reject, Request
 
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))

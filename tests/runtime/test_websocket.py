@@ -9,7 +9,7 @@ import struct
 import pytest
 from websockets.frames import Frame, Opcode
 
-from http_testkit import Client, open_ws, read_frame, request, send_frame
+from tests.helpers.http_testkit import Client, open_ws, read_frame, request, send_frame
 
 MIB = 1_048_576
 

@@ -8,14 +8,11 @@ records console errors; both are asserted empty when the test ends.
 from __future__ import annotations
 
 import shutil
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from tasks_server import TasksServer, start  # noqa: E402
+from tests.helpers.tasks_server import TasksServer, start
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

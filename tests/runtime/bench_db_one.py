@@ -3,7 +3,7 @@
 Not a test: a bounded measurement for the report and for regressions on the hot path of
 `GET /users/{id}`. Pin it to one core to see the one-core number:
 
-    taskset -c 0 .venv/bin/python tests/runtime/db_helpers/bench_db_one.py [calls] [concurrency]
+    taskset -c 0 .venv/bin/python tests/runtime/bench_db_one.py [calls] [concurrency]
 
 CPU seconds count both threads (event loop and database), so "per CPU second" is the cost.
 """

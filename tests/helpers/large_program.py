@@ -1,6 +1,6 @@
 """A generator of large, valid svc programs, for the `svcc check` speed benchmark.
 
-    .venv/bin/python tests/compiler/large_program.py /tmp/big.svc 10000
+    .venv/bin/python tests/helpers/large_program.py /tmp/big.svc 10000
     time .venv/bin/svcc check /tmp/big.svc
 """
 

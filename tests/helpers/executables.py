@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
-from svc_process import REPO, free_port, svcc  # noqa: E402
+from tests.helpers.svc_process import REPO, free_port, svcc
 
 SCRUBBED_PATH = "/nonexistent"  # nothing can be found on PATH, least of all a Python
 STARTUP_SECONDS = 60.0

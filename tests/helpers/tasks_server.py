@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from svc_process import REPO, Response, free_port, send
-from svc_process import svcc as svcc_command
+from tests.helpers.svc_process import REPO, Response, free_port, send
+from tests.helpers.svc_process import svcc as svcc_command
 
 PROJECT = REPO / "examples" / "tasks"
 STARTUP_SECONDS = 60.0

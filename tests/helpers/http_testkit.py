@@ -1,4 +1,4 @@
-"""Helpers for the server tests: a real server process (tests/runtime/demo_app.py), a
+"""Helpers for the server tests: a real server process (tests/helpers/demo_app.py), a
 minimal raw-socket HTTP client and WebSocket frames, so every test speaks bytes on a real
 127.0.0.1 socket. (A uniquely named module, not conftest, so test files can import it
 whatever other test folders are collected.)"""
