@@ -1,4 +1,5 @@
-"""Signatures of the built-in functions (LANGUAGE.md §6), as data the checker interprets.
+"""Signatures of the built-in functions (docs/reference/builtins.md), as data the checker
+interprets.
 
 Most builtins have plain typed parameters. The rest accept a family of types; those families
 are named by the `Kind` strings below, and `Builtin.returns` may name how the result type is
@@ -48,7 +49,6 @@ class Builtin:
     is_async: bool = False
     variadic: ParamSpec | None = None  # extra arguments after `params` (SQL arguments)
     type_param: str | None = None  # constraint of the one type argument, when generic
-    may_skip_await: bool = False  # `serve` (docs/decisions.md)
 
 
 def _b(name: str, params: tuple, returns, **kw) -> tuple[str, Builtin]:
@@ -92,7 +92,7 @@ BUILTINS: dict[str, Builtin] = dict(
         _b("db_one", (DB, STR), RESULT_OPT_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
            type_param=ROW_CLASS),
         # server
-        _b("serve", (DB, I64), ResultOf(UNIT), is_async=True, may_skip_await=True),
+        _b("serve", (DB, I64), ResultOf(UNIT), is_async=True),
         # runtime test functions
         _b("task_demo", (I64,), ResultOf(I64), **_DEMO),
         _b("scope_demo", (I64,), ResultOf(I64), **_DEMO),

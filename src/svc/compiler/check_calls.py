@@ -183,10 +183,7 @@ class CallChecker(ExpressionChecker):
             else:
                 arg_types.append(self.argument(call, i, arg, spec, arg_types))
         if b.is_async and not awaited:
-            if not b.may_skip_await:
-                self.error(f"'{b.name}' is async: call it with await {b.name}(...)", call.span)
-            elif not self.fn.is_async:
-                self.error(f"{b.name}(...) can only run inside an async def", call.span)
+            self.error(f"'{b.name}' is async: call it with await {b.name}(...)", call.span)
         return self.builtin_result(call, b, expected, type_arg, arg_types)
 
     def builtin_result(self, call, b: B.Builtin, expected, type_arg, arg_types) -> Type:
