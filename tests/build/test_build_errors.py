@@ -5,6 +5,7 @@ None of these gets as far as running PyInstaller, so they are quick and not mark
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -30,6 +31,22 @@ def test_a_program_that_does_not_check_prints_its_diagnostics(build_cache, tmp_p
     assert result.stderr == check.stderr  # rendered exactly as `svcc check` does
     assert f"--> {source}:5:" in result.stderr and "Traceback" not in result.stderr
     assert not output.exists() and not output.parent.exists()
+
+
+def test_a_project_is_named_by_its_folder_even_when_given_as_dot(build_cache, tmp_path):
+    """`svcc build --project .` says which folder it is compiling, not `.`."""
+    project = tmp_path / "inventory"
+    project.mkdir()
+    (project / "svc.toml").write_text('entry = "main.svc"\n')
+    (project / "main.svc").write_text(BROKEN)
+    env = {**os.environ, "SVC_CACHE_DIR": str(build_cache)}
+    result = subprocess.run(svcc() + ["build", "--project", ".", "-o", "app"], cwd=project,
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    where = os.path.realpath(project)  # `.` is the working directory, symbolic links resolved
+    assert result.stdout == f"[1/4] checking and compiling inventory ({where})\n"
+    result = svcc_build(build_cache, "--project", str(project), "-o", str(tmp_path / "app"))
+    assert result.stdout == f"[1/4] checking and compiling inventory ({project})\n"
 
 
 def test_a_missing_program_is_a_usage_error(build_cache, tmp_path):
