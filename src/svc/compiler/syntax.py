@@ -289,7 +289,7 @@ class Import(Node):
     path: str
     names: Optional[list[str]] = None
     name_spans: list[Span] = field(default_factory=list)
-    # driver: the imported module's `Module.path` once it is loaded
+    # imports: the imported module's `Module.path` once it is loaded
     resolved_path: Optional[str] = field(default=None, kw_only=True)
 
 

@@ -90,7 +90,7 @@ def format_type(t: Type) -> str:
     return repr(t)
 
 
-# --- checker helpers (added with the checker) -------------------------------------------------
+# --- checker helpers --------------------------------------------------------------------------
 
 #: The type of an expression that already produced a diagnostic. It is compatible with every
 #: type, so one mistake yields one message; it never reaches the code generator, because a
