@@ -1,4 +1,5 @@
-"""The checker: names, types and program rules (LANGUAGE.md §2–§7) over the parsed modules.
+"""The checker: names, types and program rules (docs/reference/language.md §2–§7) over the
+parsed modules.
 
 `check(modules, entry)` collects every top-level definition (names are global across files),
 works out what each file may see (its own definitions plus its imports), resolves the written
