@@ -15,10 +15,13 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from svc import __version__
 from svc.runner import reopen_closed_standard_streams, silence_stdout
+
+if TYPE_CHECKING:  # imported by the commands that use them, see the docstring
+    from svc.pipeline import Failed, Target
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
@@ -94,13 +97,13 @@ def _guarded(args: Any) -> int:
         return 1
 
 
-def _target(args: Any):
+def _target(args: Any) -> Target:
     from svc.pipeline import Target
 
     return Target(file=args.file, project=args.project)
 
 
-def _report(failed: Any) -> None:
+def _report(failed: Failed) -> None:
     """Print a failed pipeline's diagnostics, as every command shows them."""
     from svc.compiler.diagnostics import render_all
 

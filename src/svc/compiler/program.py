@@ -60,4 +60,3 @@ class CheckedProgram:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     routes: list[RouteInfo] = field(default_factory=list)
     main: Optional[FunctionInfo] = None
-    project_dir: Optional[str] = None  # set in project mode
