@@ -1,0 +1,132 @@
+"""The ```svc samples of a Markdown page and the markers that say how each is tested.
+
+Shared by the guide's test and the reference's test, so both pages follow one convention:
+
+- Every ```svc block is a sample. A sample without a `main` function is a fragment: the
+  harness appends `def main(): pass` (at the end, so line numbers stay those of the page).
+- `<!-- output below -->` before a sample: it is run, and must print exactly the ```output
+  block that follows it.
+- `<!-- error below -->` before a sample: `svcc check` must fail, and its stderr must contain
+  the ```text block that follows verbatim (the sample is checked as `example.svc`).
+- `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->` lines before a sample: it is
+  served (`svcc run`, SVC_PORT set to a free port) and must answer each request so; a BODY
+  that parses as JSON is sent as application/json, any other as text/plain.
+
+Markers are HTML comments, so they do not show when the page is rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.helpers.svc_process import REPO, SvcProcess, run_to_end, start  # noqa: F401
+
+SAMPLE_NAME = "example.svc"
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_SERVE = re.compile(r"^<!-- serve: (\S+) (\S+)(?: (.*?))? -> (\d{3})(?: (.*?))? -->$")
+_MAIN = re.compile(r"^(async +)?def +main *\(", re.MULTILINE)
+_FRAGMENT_MAIN = "\n\ndef main():\n    pass\n"
+
+
+@dataclass
+class Sample:
+    page: str
+    line: int
+    code: str
+    requests: list[tuple] = field(default_factory=list)
+    output: str | None = None
+    wants_output: bool = False
+    error: str | None = None
+    wants_error: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"{Path(self.page).stem}:{self.line}"
+
+    @property
+    def program(self) -> str:
+        """The text that is checked: the sample, with a `main` added to a fragment."""
+        return self.code if _MAIN.search(self.code) else self.code + _FRAGMENT_MAIN
+
+
+def samples(page: Path) -> list[Sample]:
+    """The svc samples of `page` with their markers, in order."""
+    lines = page.read_text().splitlines()
+    found: list[Sample] = []
+    markers: list[str] = []
+    i = 0
+    while i < len(lines):
+        fence = _FENCE.match(lines[i])
+        if not fence:
+            markers = markers + [lines[i]] if lines[i].startswith("<!--") else []
+            i += 1
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        body = "\n".join(lines[i + 1:end]) + "\n"
+        language = fence.group(1)
+        last = found[-1] if found else None
+        if language == "svc":
+            found.append(_sample(page, i + 1, body, markers))
+        elif language == "output" and last and last.wants_output and last.output is None:
+            last.output = body
+        elif language == "text" and last and last.wants_error and last.error is None:
+            last.error = body
+        markers = []
+        i = end + 1
+    return found
+
+
+def _sample(page: Path, line: int, code: str, markers: list[str]) -> Sample:
+    sample = Sample(page=str(page.relative_to(REPO)), line=line, code=code)
+    for marker in markers:
+        serve = _SERVE.match(marker)
+        if serve:
+            sample.requests.append(serve.groups())
+        elif marker == "<!-- output below -->":
+            sample.wants_output = True
+        elif marker == "<!-- error below -->":
+            sample.wants_error = True
+    return sample
+
+
+def write(folder: Path, sample: Sample) -> Path:
+    """The sample as `example.svc` in `folder` (a fresh folder per sample)."""
+    path = folder / SAMPLE_NAME
+    path.write_text(sample.program)
+    return path
+
+
+def check(folder: Path, sample: Sample):
+    """`svcc check example.svc`, run in `folder` so diagnostics name the file as the page does."""
+    write(folder, sample)
+    return run_to_end(["check", SAMPLE_NAME], cwd=folder)
+
+
+def run(folder: Path, sample: Sample):
+    write(folder, sample)
+    return run_to_end(["run", SAMPLE_NAME], cwd=folder)
+
+
+def serve_and_ask(folder: Path, sample: Sample) -> None:
+    """Serve the sample and assert each of its requests is answered as the page says."""
+    server = start([str(write(folder, sample))], cwd=folder)
+    try:
+        for method, path, body, status, expected in sample.requests:
+            raw, headers = None, {}
+            if body is not None:
+                raw = body.encode()
+                try:
+                    json.loads(body)
+                    headers["Content-Type"] = "application/json"
+                except ValueError:
+                    headers["Content-Type"] = "text/plain"
+            r = server.request(method, path, raw=raw, headers=headers)
+            where = f"{method} {path} ({sample.page} line {sample.line})"
+            assert r.status == int(status), (where, r.body)
+            if expected is not None:
+                assert r.body.decode() == expected, where
+    finally:
+        assert server.stop() == 0

@@ -1,0 +1,61 @@
+"""The reference (docs/reference/*.md) cannot drift from the compiler and the server.
+
+Every ```svc sample on those pages is checked with `svcc check`. The markers of
+tests/docs/doc_samples.py say what more a sample promises, in short:
+
+- a sample without `main` is a fragment: `def main(): pass` is appended before checking;
+- `<!-- error below -->`: the check must fail, printing the ```text block that follows;
+- `<!-- output below -->`: running it must print exactly the ```output block that follows;
+- `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->`: served, it answers so.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from doc_samples import REPO, check, run, samples, serve_and_ask
+
+PAGES = sorted((REPO / "docs" / "reference").glob("*.md"))
+SAMPLES = [s for page in PAGES for s in samples(page)]
+
+
+def _ids(chosen):
+    return [s.id for s in chosen]
+
+
+GOOD = [s for s in SAMPLES if not s.wants_error]
+BAD = [s for s in SAMPLES if s.wants_error]
+PRINTING = [s for s in SAMPLES if s.output is not None]
+SERVING = [s for s in SAMPLES if s.requests]
+
+
+def test_the_reference_has_checked_samples_of_every_kind():
+    names = {page.name for page in PAGES}
+    assert {"README.md", "language.md", "http.md", "builtins.md", "commands.md"} <= names
+    assert len(GOOD) >= 15 and BAD and PRINTING and SERVING
+    assert all(s.output is not None for s in SAMPLES if s.wants_output)
+    assert all(s.error is not None for s in BAD), "an error sample needs its ```text block"
+
+
+@pytest.mark.parametrize("sample", GOOD, ids=_ids(GOOD))
+def test_sample_checks(tmp_path, sample):
+    result = check(tmp_path, sample)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("sample", BAD, ids=_ids(BAD))
+def test_sample_fails_with_the_diagnostic_shown(tmp_path, sample):
+    result = check(tmp_path, sample)
+    assert result.returncode == 1, result.stdout
+    assert sample.error in result.stderr
+
+
+@pytest.mark.parametrize("sample", PRINTING, ids=_ids(PRINTING))
+def test_sample_prints_what_the_page_shows(tmp_path, sample):
+    result = run(tmp_path, sample)
+    assert (result.returncode, result.stdout) == (0, sample.output), result.stderr
+
+
+@pytest.mark.parametrize("sample", SERVING, ids=_ids(SERVING))
+def test_sample_answers_as_the_page_says(tmp_path, sample):
+    serve_and_ask(tmp_path, sample)
