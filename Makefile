@@ -1,32 +1,45 @@
 # Two commands matter: `make run` serves the task manager on http://127.0.0.1:8091,
-# `make test` runs the whole suite. Both set everything up first.
+# `make test` runs the whole suite. Both set everything up first, each only what it needs.
+# The probe is silent: on a pyenv machine every pythonX.Y has a shim that fails when that
+# version is not installed, so its stderr goes to /dev/null too.
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
-	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' && { echo $$p; break; }; done)
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	>/dev/null 2>&1 && { echo $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# What running needs (svcc and its runtime dependencies) and what testing adds (pytest,
+# hypothesis, playwright, and PyInstaller for the executable tests), in separate stamps: a
+# first `make run` downloads only the first, and `make test` after it adds what is missing.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
 .PHONY: run test test-quick venv system-deps browser bench clean
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/svcc run --project examples/tasks
 
-test: $(STAMP) browser
+test: $(TEST_STAMP) browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The quick local loop: everything but the slow executable builds.
-test-quick: $(STAMP)
+test-quick: $(TEST_STAMP)
 	$(BIN)/python -m pytest -m 'not build' $(PYTEST_ARGS)
 
-venv: $(STAMP)
+venv: $(RUN_STAMP)
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "error: Python 3.11 or newer is required" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml $(RUN_STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,build]'
 	touch $@
 
 # Debian's Chromium for the UI tests, installed only where missing.
@@ -35,18 +48,18 @@ browser:
 		echo "installing Debian's chromium for the UI tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
 
-bench: $(STAMP)
+bench: $(RUN_STAMP)
 	bash bench/setup.sh
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # Bench-only: a short trial of the harness (writes bench/.work/RESULTS-quick.md), and py-spy
 # profiles of the svc server under each load case (bench/.work/profile/).
 .PHONY: bench-quick bench-profile
-bench-quick: $(STAMP)
+bench-quick: $(RUN_STAMP)
 	bash bench/setup.sh
 	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
 
-bench-profile: $(STAMP)
+bench-profile: $(RUN_STAMP)
 	bash bench/setup.sh
 	$(BIN)/python bench/profile_svc.py $(BENCH_ARGS)
 
