@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.helpers.svc_process import REPO, SvcProcess, run_to_end, start  # noqa: F401
+from tests.helpers.svc_process import REPO, run_to_end, start
 
 SAMPLE_NAME = "example.svc"
 _FENCE = re.compile(r"^```(\w*)\s*$")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from doc_samples import REPO, check, run, samples, serve_and_ask
+from tests.docs.doc_samples import REPO, check, run, samples, serve_and_ask
 
 PAGES = sorted((REPO / "docs" / "reference").glob("*.md"))
 SAMPLES = [s for page in PAGES for s in samples(page)]
