@@ -113,8 +113,9 @@ def build_executable(code: list[tuple[str, types.CodeType]], output: str) -> Non
 
 def _require_bundler() -> None:
     if importlib.util.find_spec("PyInstaller") is None:
+        # Name this interpreter: a bare `python` may be another one than svcc's (no venv active).
         raise BuildError("PyInstaller is not installed, and svcc build needs it: "
-                         "install it with `python -m pip install pyinstaller`")
+                         f"install it with `{sys.executable} -m pip install pyinstaller`")
 
 
 def executable_name(output: str) -> str:

@@ -101,5 +101,5 @@ def test_a_missing_bundler_is_named_with_how_to_install_it(tmp_path):
                              "-o", str(output)], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 1
     assert result.stderr == ("error: PyInstaller is not installed, and svcc build needs it: "
-                             "install it with `python -m pip install pyinstaller`\n")
+                             f"install it with `{sys.executable} -m pip install pyinstaller`\n")
     assert not output.exists()
