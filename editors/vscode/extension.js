@@ -35,7 +35,11 @@ function deactivate() {
 }
 
 function restart() {
-  queue = queue.then(stop).then(start);
+  // A failure is reported (without waiting for the user to close the message), not left in
+  // the queue, so the next restart still runs.
+  queue = queue.then(stop).then(start).catch((err) => {
+    showError(`svc: the language server: ${err && err.message ? err.message : err}`);
+  });
   return queue;
 }
 
