@@ -1,4 +1,5 @@
-"""Language semantics (LANGUAGE.md §3–§6) of compiled programs, checked by what they print."""
+"""Language semantics (docs/reference/language.md §3–§6) of compiled programs, checked by what
+they print."""
 
 
 def test_integer_arithmetic_truncates_toward_zero(run):
