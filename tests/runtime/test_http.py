@@ -1,4 +1,5 @@
-"""HTTP.md "Requests", "Status codes" and "Built-in routes" on a real socket, line by line."""
+"""docs/reference/http.md "Requests", "Statuses and error bodies" and "Built-in routes" on a
+real socket, line by line."""
 
 from __future__ import annotations
 
