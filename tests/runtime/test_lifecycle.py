@@ -1,4 +1,4 @@
-"""HTTP.md "Listening": startup errors, graceful shutdown, the bind address, 10,000 connections."""
+"""docs/reference/http.md "Listening": startup errors, graceful shutdown, the bind address, 10,000 connections."""
 
 from __future__ import annotations
 
