@@ -1,4 +1,4 @@
-"""HTTP.md "/ws": RFC 6455 echo over a real socket, with frames built by hand."""
+"""docs/reference/http.md "Built-in routes", /ws: RFC 6455 echo over a real socket, with frames built by hand."""
 
 from __future__ import annotations
 
