@@ -1,5 +1,6 @@
 """Handler binding and result mapping (docs/reference/language.md §7, docs/reference/http.md)
-over real HTTP: every rule, every 400, and faults that answer 500 with the details (and the .svc line) only in the log."""
+over real HTTP: every rule, every 400, and faults that answer 500 with the details (and the .svc
+line) only in the log."""
 
 from __future__ import annotations
 
