@@ -91,14 +91,15 @@ def import_graph(src: Path, package: str) -> dict[str, list[Import]]:
     return {name: imports_of(name, path, modules) for name, path in modules.items()}
 
 
+def tangles(graph: dict[str, list[Import]]) -> list[set[str]]:
+    """The groups of modules that import one another, directly or not (the strongly
+    connected components of more than one module)."""
+    return [component for component in _strongly_connected(graph) if len(component) > 1]
+
+
 def cycles(graph: dict[str, list[Import]]) -> list[list[Import]]:
-    """One cycle for each group of modules that import one another (a strongly connected
-    component of more than one module), as the chain of imports that closes it."""
-    found = []
-    for component in _strongly_connected(graph):
-        if len(component) > 1:
-            found.append(_cycle_within(graph, component))
-    return found
+    """One cycle for each tangle, as the chain of imports that closes it."""
+    return [_cycle_within(graph, component) for component in tangles(graph)]
 
 
 def _strongly_connected(graph: dict[str, list[Import]]) -> list[set[str]]:
@@ -184,9 +185,11 @@ def _file(name: str, src: Path) -> str:
 # --- the rules ------------------------------------------------------------------------------
 
 def test_no_import_cycles_among_svc_modules() -> None:
-    found = cycles(import_graph(SRC, "svc"))
-    assert not found, "modules of src/svc import each other in a cycle:\n  " + "\n  ".join(
-        "cycle:\n    " + describe(cycle, SRC) for cycle in found)
+    graph = import_graph(SRC, "svc")
+    found = [f"{len(tangle)} modules import one another: {', '.join(sorted(tangle))}; "
+             f"one cycle:\n    {describe(cycle, SRC)}"
+             for tangle, cycle in zip(tangles(graph), cycles(graph))]
+    assert not found, "modules of src/svc import each other in a cycle:\n  " + "\n  ".join(found)
 
 
 def test_no_module_in_src_is_over_600_lines() -> None:
@@ -215,7 +218,9 @@ def test_a_cycle_through_a_lazy_import_is_found_and_named(tmp_path: Path) -> Non
         "app/support.py": "def serve():\n    from app.server import run\n    return run\n",
         "app/alone.py": "import app.support\n",
     })
-    found = cycles(import_graph(src, "app"))
+    graph = import_graph(src, "app")
+    assert tangles(graph) == [{"app.server", "app.support"}]
+    found = cycles(graph)
     assert names_of(found) == [["app.server", "app.support"]]
     assert describe(found[0], src) == (
         "app.server -> app.support (src/app/server.py:1)\n    "
