@@ -23,7 +23,7 @@ import bare_uvloop  # noqa: E402
 import minimal_http  # noqa: E402
 from svc.runtime import builtin_routes  # noqa: E402
 from svc.runtime.routing import Router  # noqa: E402
-from svc.runtime.server import App, Connection  # noqa: E402
+from svc.runtime.connection import App, Connection  # noqa: E402
 from svc.runtime.serverlog import ServerLog  # noqa: E402
 
 REQUEST = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"

@@ -2,10 +2,16 @@
 
 Both sides import from here and nowhere else for these facts, so a limit is stated once: the
 checker refuses what the server could not serve, and the generated code describes routes in
-the terms the router reads.
+the terms the router reads (`Route`, `Param`, the `ParamSource` and `ResultKind` enums, and
+route paths as `parse_path` reads them).
 """
 
 from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any
 
 # --- integers ---------------------------------------------------------------------------------
 
@@ -33,3 +39,123 @@ DB_QUEUE_SIZE = 64
 #: the compiler's passes recurse over deeply nested expressions within it. Python 3.11 runs
 #: Python-to-Python calls without growing the C stack, so this is safe.
 RECURSION_LIMIT = 10_000
+
+# --- the route description ----------------------------------------------------------------------
+
+
+class ParamSource(enum.Enum):
+    """Where a handler parameter's value comes from (docs/reference/language.md, routes)."""
+
+    PATH = "path"    # a `{name}` segment of the path
+    QUERY = "query"  # a query parameter; `optional` for a `T?` parameter
+    BODY = "body"    # the request body as strict JSON into a class
+    RAW = "raw"      # the request body as `bytes` or `view[bytes]`
+    DB = "db"        # the `Db` given to `serve`
+
+
+class ResultKind(enum.Enum):
+    """How a handler's ok value is answered. An `Error` value answers its kind's status,
+    whatever the kind of the route."""
+
+    JSON = "json"                    # 200 and the value as JSON
+    JSON_OPTIONAL = "json_optional"  # like JSON, but `None` is 404 {"error":"not found"}
+    HTML = "html"                    # 200 text/html from an `Html` value
+    UNIT = "unit"                    # 204, no body
+    # Built-in routes only:
+    TEXT = "text"                    # a constant body: the handler is called once, at startup
+    STREAM = "stream"                # /stream: the handler writes a chunked body itself
+    WEBSOCKET = "websocket"          # /ws: the connection is upgraded
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One handler parameter: its name, where its value comes from, and its type.
+
+    In the compiler's route table `type` is the checked svc type (the inner type of a `T?`
+    query parameter). In generated code it is what the router converts to: a scalar name
+    ("i64" "i32" "f64" "bool" "str") for PATH and QUERY, the generated msgspec.Struct class
+    for BODY, "bytes" or "view" for RAW, "Db" for DB.
+    """
+
+    name: str
+    source: ParamSource
+    type: Any = "str"
+    optional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A route: the router calls `handler(*bound_args)`, in `params` order.
+
+    `handler` is the handler function in generated code (a plain `def` when its body never
+    awaits); the compiler's route table holds the svc function's name there. `floats` says
+    the result's type can hold an f64, so an inf or NaN in it is a fault (JSON has neither).
+    """
+
+    method: str
+    path: str
+    handler: Any
+    params: tuple[Param, ...] = ()
+    result: ResultKind = ResultKind.JSON
+    floats: bool = False
+
+
+# --- the path grammar ---------------------------------------------------------------------------
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Unreserved and sub-delim characters plus ':' and '@' (RFC 3986 pchar without '%').
+_LITERAL_SEGMENT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]+\Z")
+
+
+class PathError(ValueError):
+    """A malformed route path; the message completes "malformed route path '...': it ..."."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoutePath:
+    """A route path read once: its segments (None where a capture is) and capture names.
+
+    `segments` are the pieces between the slashes after the leading one ("/" has the one
+    segment ""). `shape` is the path with every capture written `{}`: two routes of one shape
+    match the same requests.
+    """
+
+    segments: tuple[str | None, ...]
+    captures: tuple[str, ...]
+
+    @property
+    def shape(self) -> str:
+        return "/" + "/".join("{}" if s is None else s for s in self.segments)
+
+
+def parse_path(path: str) -> RoutePath:
+    """Read a route path, or raise PathError saying what is wrong with it.
+
+    A capture is a whole segment `{name}`; segments are non-empty (only "/" itself is the
+    root); literal segments use URL path characters without percent escapes.
+    """
+    if not path.startswith("/"):
+        raise PathError("must start with '/'")
+    if path == "/":
+        return RoutePath(("",), ())
+    segments: list[str | None] = []
+    captures: list[str] = []
+    for segment in path[1:].split("/"):
+        if segment == "":
+            raise PathError("has an empty segment")
+        if segment.startswith("{") and segment.endswith("}"):
+            name = segment[1:-1]
+            if name == "":
+                raise PathError("has an empty capture '{}'")
+            if not _IDENT.match(name):
+                raise PathError(f"has a capture '{{{name}}}' that is not an identifier")
+            if name in captures:
+                raise PathError(f"captures '{{{name}}}' twice")
+            captures.append(name)
+            segments.append(None)
+        elif not _LITERAL_SEGMENT.match(segment):
+            bad = next(c for c in segment if not _LITERAL_SEGMENT.match(c))
+            raise PathError(f"has a bad character {bad!r} (a capture is a whole segment '{{name}}')")
+        else:
+            segments.append(segment)
+    return RoutePath(tuple(segments), tuple(captures))

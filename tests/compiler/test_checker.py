@@ -18,6 +18,7 @@ from svc.compiler.source import SourceFile, Span
 from svc.compiler.types import (
     BOOL, ERROR, F64, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, format_type,
 )
+from svc.contract import ParamSource, ResultKind
 from svc.pipeline import check_modules
 
 
@@ -170,9 +171,10 @@ def test_program_tables() -> None:
     assert (f.params, f.returns, f.is_async) == ([("a", ClassRef("A")), ("n", F64)], BOOL, False)
     assert program.main is program.functions["main"] and program.main.returns == UNIT
     [route] = program.routes
-    assert (route.method, route.path, route.function, route.result) == (
-        "GET", "/a/{id}", "get_a", "json_optional")
-    assert [(p.name, p.source) for p in route.params] == [("id", "path"), ("db", "db")]
+    assert (route.method, route.path, route.handler, route.result) == (
+        "GET", "/a/{id}", "get_a", ResultKind.JSON_OPTIONAL)
+    assert [(p.name, p.source) for p in route.params] == [("id", ParamSource.PATH),
+                                                          ("db", ParamSource.DB)]
 
 
 def test_include_text_embeds_the_file_relative_to_the_source(tmp_path) -> None:

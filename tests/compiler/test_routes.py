@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from svc.compiler import syntax
-from svc.compiler.program import FunctionInfo, RouteInfo, RouteParam
-from svc.compiler.routes import (
-    bind_params, build_routes, check_conflicts, parse_path, path_shape, result_kind,
-)
+from svc.compiler.program import FunctionInfo, RouteInfo
+from svc.compiler.routes import bind_params, build_routes, check_conflicts, holds_f64, result_kind
 from svc.compiler.source import Span
 from svc.compiler.types import (
     BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, View,
 )
+from svc.contract import Param, PathError, ResultKind, parse_path
+from svc.contract import ParamSource as S
 
 CLASSES = {"Task": [I64, STR], "Blob": [BYTES], "Node": [STR, ListOf(ClassRef("Node"))]}
 
@@ -33,7 +33,7 @@ def handler(name: str, params, returns=ResultOf(UNIT), routes=(), is_async=True)
 
 
 def route(method: str, path: str, line: int) -> RouteInfo:
-    return RouteInfo(method, path, "h", [], "unit", span(line))
+    return RouteInfo(method, path, "h", (), ResultKind.UNIT, span=span(line))
 
 
 @pytest.mark.parametrize("path, captures", [
@@ -41,7 +41,7 @@ def route(method: str, path: str, line: int) -> RouteInfo:
     ("/v1.0/~me/a-b_c:d@e", []),
 ])
 def test_valid_paths_and_their_captures(path: str, captures: list[str]) -> None:
-    assert parse_path(path) == (captures, None)
+    assert parse_path(path).captures == tuple(captures)
 
 
 @pytest.mark.parametrize("path, problem", [
@@ -52,13 +52,14 @@ def test_valid_paths_and_their_captures(path: str, captures: list[str]) -> None:
     ("/{id}/{id}", "twice"),
 ])
 def test_malformed_paths(path: str, problem: str) -> None:
-    captures, error = parse_path(path)
-    assert captures is None and problem in error
+    with pytest.raises(PathError) as error:
+        parse_path(path)
+    assert problem in str(error.value)
 
 
 def test_path_shape_ignores_capture_names() -> None:
-    assert path_shape("/t/{id}/x") == path_shape("/t/{key}/x") == "/t/{}/x"
-    assert path_shape("/t/new") != path_shape("/t/{id}")
+    assert parse_path("/t/{id}/x").shape == parse_path("/t/{key}/x").shape == "/t/{}/x"
+    assert parse_path("/t/new").shape != parse_path("/t/{id}").shape
 
 
 def test_parameters_bind_by_rule() -> None:
@@ -67,18 +68,18 @@ def test_parameters_bind_by_rule() -> None:
     params, problems = bind_params(fn, ["id"], fields)
     assert problems == []
     assert params == [
-        RouteParam("id", "path", I32), RouteParam("db", "db", DB),
-        RouteParam("task", "body", ClassRef("Task")), RouteParam("limit", "query", I64),
-        RouteParam("q", "query", STR, True), RouteParam("ratio", "query", F64),
-        RouteParam("flag", "query", BOOL, True),
+        Param("id", S.PATH, I32), Param("db", S.DB, DB),
+        Param("task", S.BODY, ClassRef("Task")), Param("limit", S.QUERY, I64),
+        Param("q", S.QUERY, STR, True), Param("ratio", S.QUERY, F64),
+        Param("flag", S.QUERY, BOOL, True),
     ]
 
 
 def test_raw_bodies_and_recursive_body_classes_bind() -> None:
     params, problems = bind_params(handler("h", [("body", View(BYTES))]), [], fields)
-    assert problems == [] and params == [RouteParam("body", "raw", View(BYTES))]
+    assert problems == [] and params == [Param("body", S.RAW, View(BYTES))]
     params, problems = bind_params(handler("h", [("n", ClassRef("Node"))]), [], fields)
-    assert problems == [] and params[0].source == "body"
+    assert problems == [] and params[0].source is S.BODY
 
 
 @pytest.mark.parametrize("params, captures, problem", [
@@ -96,9 +97,10 @@ def test_unbindable_parameters(params, captures, problem: str) -> None:
 
 
 @pytest.mark.parametrize("returns, kind", [
-    (ResultOf(ClassRef("Task")), "json"), (ResultOf(ListOf(I64)), "json"),
-    (ResultOf(Opt(ClassRef("Task"))), "json_optional"), (ResultOf(HTML), "html"),
-    (ResultOf(UNIT), "unit"), (ResultOf(STR), "json"), (ResultOf(BOOL), "json"),
+    (ResultOf(ClassRef("Task")), ResultKind.JSON), (ResultOf(ListOf(I64)), ResultKind.JSON),
+    (ResultOf(Opt(ClassRef("Task"))), ResultKind.JSON_OPTIONAL), (ResultOf(HTML), ResultKind.HTML),
+    (ResultOf(UNIT), ResultKind.UNIT), (ResultOf(STR), ResultKind.JSON),
+    (ResultOf(BOOL), ResultKind.JSON),
     (ResultOf(BYTES), None), (ResultOf(DB), None), (I64, None), (UNIT, None),
     (ResultOf(ClassRef("Blob")), None),
 ])
@@ -124,7 +126,7 @@ def test_build_routes_reports_at_the_path_and_skips_bad_routes() -> None:
     sync = handler("sync", [], ResultOf(UNIT), [("GET", "/sync", 11)], is_async=False)
     routes, diagnostics = build_routes([good, reserved, sync], fields)
     assert [(r.method, r.path, r.result) for r in routes] == [
-        ("GET", "/tasks", "json"), ("POST", "/tasks", "json")]
+        ("GET", "/tasks", ResultKind.JSON), ("POST", "/tasks", ResultKind.JSON)]
     assert [(d.span.line, d.message) for d in diagnostics] == [
         (7, "route GET /health: /health is a built-in route of the server"),
         (8, "route PUT /ws: /ws is a built-in route of the server"),

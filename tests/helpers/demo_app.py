@@ -18,7 +18,9 @@ try:
 except ImportError:  # pragma: no cover
     uvloop = None
 
-from svc.runtime.routing import Param, Route
+from svc.contract import Param, Route
+from svc.contract import ParamSource as S
+from svc.contract import ResultKind as R
 from svc.runtime.server import serve
 from svc.runtime.support import Html, SvcError, SvcFault
 
@@ -120,26 +122,26 @@ async def bad_json():
 
 
 ROUTES = [
-    Route("GET", "/hello", hello, (), "json"),
-    Route("GET", "/users/{id}", get_user, (Param("id", "path", "i64"),), "json_optional"),
-    Route("PUT", "/users/{id}", put_user, (Param("id", "path", "i64"), Param("task", "body", Task)), "json"),
-    Route("DELETE", "/users/{id}", delete_user, (Param("id", "path", "i64"),), "unit"),
-    Route("GET", "/names/{name}", by_name, (Param("name", "path", "str"),), "json"),
+    Route("GET", "/hello", hello, (), R.JSON),
+    Route("GET", "/users/{id}", get_user, (Param("id", S.PATH, "i64"),), R.JSON_OPTIONAL),
+    Route("PUT", "/users/{id}", put_user, (Param("id", S.PATH, "i64"), Param("task", S.BODY, Task)), R.JSON),
+    Route("DELETE", "/users/{id}", delete_user, (Param("id", S.PATH, "i64"),), R.UNIT),
+    Route("GET", "/names/{name}", by_name, (Param("name", S.PATH, "str"),), R.JSON),
     Route("GET", "/query", echo_query, (
-        Param("limit", "query", "i32"), Param("ratio", "query", "f64", optional=True),
-        Param("flag", "query", "bool", optional=True), Param("name", "query", "str", optional=True),
-        Param("maybe", "query", "i64", optional=True)), "json"),
-    Route("POST", "/tasks", create_task, (Param("task", "body", Task),), "json"),
-    Route("POST", "/raw", raw_length, (Param("body", "raw", "view"),), "json"),
-    Route("GET", "/page", page, (), "html"),
-    Route("POST", "/nothing", nothing, (), "unit"),
-    Route("GET", "/slow", slow, (Param("ms", "query", "i64"),), "json"),
-    Route("GET", "/fault", fault, (), "json"),
-    Route("GET", "/crash", crash, (), "json"),
-    Route("GET", "/failing", failing, (Param("kind", "query", "str"),), "json"),
-    Route("GET", "/unencodable", bad_json, (), "json"),
-    Route("GET", "/scoped", scoped, (Param("n", "query", "i64"),), "json"),
-    Route("GET", "/child-fails", child_fails, (), "json"),
+        Param("limit", S.QUERY, "i32"), Param("ratio", S.QUERY, "f64", optional=True),
+        Param("flag", S.QUERY, "bool", optional=True), Param("name", S.QUERY, "str", optional=True),
+        Param("maybe", S.QUERY, "i64", optional=True)), R.JSON),
+    Route("POST", "/tasks", create_task, (Param("task", S.BODY, Task),), R.JSON),
+    Route("POST", "/raw", raw_length, (Param("body", S.RAW, "view"),), R.JSON),
+    Route("GET", "/page", page, (), R.HTML),
+    Route("POST", "/nothing", nothing, (), R.UNIT),
+    Route("GET", "/slow", slow, (Param("ms", S.QUERY, "i64"),), R.JSON),
+    Route("GET", "/fault", fault, (), R.JSON),
+    Route("GET", "/crash", crash, (), R.JSON),
+    Route("GET", "/failing", failing, (Param("kind", S.QUERY, "str"),), R.JSON),
+    Route("GET", "/unencodable", bad_json, (), R.JSON),
+    Route("GET", "/scoped", scoped, (Param("n", S.QUERY, "i64"),), R.JSON),
+    Route("GET", "/child-fails", child_fails, (), R.JSON),
 ]
 
 

@@ -16,6 +16,7 @@ from typing import ClassVar, Optional
 import msgspec
 import pytest
 
+from svc.contract import DB_QUEUE_SIZE
 from svc.runtime import db as dbmod
 from svc.runtime.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import close_all, db_all, db_exec, db_one, db_open, set_base_directory
@@ -306,7 +307,7 @@ def test_locked_database_is_a_database_error(tmp_path, monkeypatch):
     assert "locked" in err.message
 
 
-# --- row mapping (LANGUAGE.md §6) -----------------------------------------------------------
+# --- row mapping (docs/reference/language.md) ----------------------------------------------
 
 @pytest.mark.parametrize("type_name, sql, expected", [
     ("i64", "SELECT 9223372036854775807 AS v", 2**63 - 1),
@@ -463,8 +464,8 @@ def test_full_queue_makes_callers_wait_without_blocking_the_loop(tmp_path):
         return queued, waiting, ticks, await slow, results
 
     queued, waiting, ticks, slow_result, results = run(main())
-    assert queued == dbmod.QUEUE_SIZE
-    assert waiting == callers - dbmod.QUEUE_SIZE
+    assert queued == DB_QUEUE_SIZE
+    assert waiting == callers - DB_QUEUE_SIZE
     assert ticks >= 3  # a blocked loop would tick once
     assert slow_result == 1
     assert results == [Num(n=i) for i in range(callers)]
@@ -473,9 +474,9 @@ def test_full_queue_makes_callers_wait_without_blocking_the_loop(tmp_path):
 def test_waiting_caller_gets_busy_at_the_request_deadline(tmp_path):
     async def main():
         db, holder, slow = await blocked_db(tmp_path)
-        fillers = [asyncio.ensure_future(db_exec(db, "SELECT 1")) for _ in range(dbmod.QUEUE_SIZE)]
+        fillers = [asyncio.ensure_future(db_exec(db, "SELECT 1")) for _ in range(DB_QUEUE_SIZE)]
         await asyncio.sleep(0)
-        assert db.queued == dbmod.QUEUE_SIZE
+        assert db.queued == DB_QUEUE_SIZE
         loop = asyncio.get_running_loop()
 
         async def in_request(deadline):

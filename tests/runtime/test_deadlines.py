@@ -1,4 +1,5 @@
-"""HTTP.md "Connection wait deadline" and the 2-second processing limit, on real sockets.
+"""The connection wait deadline and the 2-second processing limit (docs/reference/http.md), on
+real sockets.
 
 `quick_server` runs with SVC_HTTP_REQUEST_WAIT_SECONDS=1; margins stay at 0.5 s or more.
 """
@@ -113,5 +114,5 @@ def test_slow_body_is_cut_at_the_processing_limit(server):
         assert 1.8 <= time.monotonic() - start <= 3.0
         assert client.closed_by_peer()
     # logged as the request it was, timed from its complete headers (not "- - 504 0.0ms")
-    [line] = re.findall(r"^POST /raw-cut 504 (\d+\.\d)ms$", server.log(), re.M)
+    [line] = re.findall(r"^POST /raw-cut\?x=1 504 (\d+\.\d)ms$", server.log(), re.M)
     assert 1800 <= float(line) <= 3000

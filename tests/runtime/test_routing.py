@@ -1,10 +1,15 @@
-"""Route matching and typed parameter binding, without sockets."""
+"""Route resolution and typed parameter binding, without sockets."""
 
 from __future__ import annotations
 
 import pytest
 
-from svc.runtime.routing import BindError, Param, Route, Router, is_json_media_type, parse_query
+from svc.contract import Param, ParamSource, ResultKind, Route
+from svc.runtime.routing import (
+    BindError, Match, Refusal, Router, is_json_media_type, parse_query,
+)
+
+PATH, QUERY = ParamSource.PATH, ParamSource.QUERY
 
 
 async def _h(*args):
@@ -14,11 +19,11 @@ async def _h(*args):
 def _router():
     return Router([
         Route("GET", "/t/new", _h),
-        Route("GET", "/t/{id}", _h, (Param("id", "path", "i64"),)),
-        Route("DELETE", "/t/{id}", _h, (Param("id", "path", "i64"),), "unit"),
-        Route("GET", "/t/{id}/notes/{n}", _h, (Param("n", "path", "i32"), Param("id", "path", "i64"))),
-        Route("GET", "/a/{x}/c", _h, (Param("x", "path", "str"),)),
-        Route("GET", "/a/b/{y}", _h, (Param("y", "path", "str"),)),
+        Route("GET", "/t/{id}", _h, (Param("id", PATH, "i64"),)),
+        Route("DELETE", "/t/{id}", _h, (Param("id", PATH, "i64"),), ResultKind.UNIT),
+        Route("GET", "/t/{id}/notes/{n}", _h, (Param("n", PATH, "i32"), Param("id", PATH, "i64"))),
+        Route("GET", "/a/{x}/c", _h, (Param("x", PATH, "str"),)),
+        Route("GET", "/a/b/{y}", _h, (Param("y", PATH, "str"),)),
     ])
 
 
@@ -30,7 +35,7 @@ def test_static_beats_capture():
 def test_capture_and_methods():
     entry, captures = _router().lookup("/t/42")
     assert captures == (b"42",)
-    assert entry.find("DELETE").route.result == "unit"
+    assert entry.find("DELETE").route.result is ResultKind.UNIT
     assert entry.find("HEAD") is entry.find("GET")
     assert entry.find("POST") is None
     assert entry.allow == b"Allow: DELETE, GET, HEAD\r\n"
@@ -62,7 +67,7 @@ def test_query_parsing():
     ("f64", b"3", 3.0), ("bool", b"true", True), ("str", b"caf\xc3\xa9", "café"),
 ])
 def test_conversions(kind, raw, value):
-    route = Router([Route("GET", "/q", _h, (Param("v", "query", kind),))]).lookup("/q")[0].find("GET")
+    route = Router([Route("GET", "/q", _h, (Param("v", QUERY, kind),))]).lookup("/q")[0].find("GET")
     assert route.bind((), b"v=" + raw, b"", None, None) == [value]
 
 
@@ -72,7 +77,7 @@ def test_conversions(kind, raw, value):
     ("str", b"\xff"),
 ])
 def test_bad_conversions(kind, raw):
-    route = Router([Route("GET", "/q", _h, (Param("v", "query", kind),))]).lookup("/q")[0].find("GET")
+    route = Router([Route("GET", "/q", _h, (Param("v", QUERY, kind),))]).lookup("/q")[0].find("GET")
     with pytest.raises(BindError) as info:
         route.bind((), b"v=" + raw, b"", None, None)
     assert info.value.status == 400 and "'v'" in info.value.reason

@@ -1,4 +1,4 @@
-"""support.Watchdog: a handler that never awaits is interrupted at the processing limit."""
+"""watchdog.Watchdog: a handler that never awaits is interrupted at the processing limit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import re
 import time
 
-from svc.runtime.support import SvcTimeout, Watchdog
+from svc.runtime.watchdog import SvcTimeout, Watchdog
 
 # Catastrophic backtracking: one C call that holds the GIL, like a svc handler concatenating
 # huge strings (one long copy per statement). Its time doubles with each extra "a".

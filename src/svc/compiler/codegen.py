@@ -8,6 +8,7 @@ call with what it calls, so nothing here guesses.
 Shape of a generated module (all modules run in one shared namespace, in load order):
 
     from svc.runtime.support import add64 as _svc_add64, ...   # only the names used
+    from svc.contract import Route as _svc_Route, ...           # entry module, with routes
     class Task(_svc_Struct, forbid_unknown_fields=True): ...    # one per svc class
     async def get_task(db, id): ...                              # one per svc function
     _svc_ROUTES = [_svc_Route(...), ...]                         # entry module only
@@ -23,9 +24,11 @@ import ast
 import copy
 import keyword
 
+from svc.compiler import route_table
 from svc.compiler import syntax as S
 from svc.compiler import types as T
 from svc.compiler.program import CheckedProgram
+from svc.contract import INT_RANGES
 
 PREFIX = "_svc_"
 ROUTES = PREFIX + "ROUTES"
@@ -38,7 +41,7 @@ _TYPE_NAMES = {
 
 _INT_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _FLOAT_OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult}
-_INT_RANGES = {T.I64: (-(2**63), 2**63 - 1), T.I32: (-(2**31), 2**31 - 1)}
+_INT_RANGES = {T.I64: INT_RANGES["i64"], T.I32: INT_RANGES["i32"]}
 _COMPARE = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.LtE, ">=": ast.GtE}
 
 #: Builtins that map one-to-one onto a support function of another name.
@@ -154,6 +157,7 @@ class _ModuleGen:
         self.module = module
         self.is_entry = is_entry
         self.support: set[str] = set()
+        self.contract: set[str] = set()
         self.runtime_modules: set[str] = set()
         self.temps = 0
         self.uses_try = False
@@ -189,6 +193,9 @@ class _ModuleGen:
         if self.support:
             names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.support)]
             out.append(ast.ImportFrom(module="svc.runtime.support", names=names, level=0))
+        if self.contract:
+            names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.contract)]
+            out.append(ast.ImportFrom(module="svc.contract", names=names, level=0))
         for mod in sorted(self.runtime_modules):
             out.append(ast.ImportFrom(module="svc.runtime", names=[
                 ast.alias(name=mod, asname=PREFIX + mod)], level=0))
@@ -197,6 +204,11 @@ class _ModuleGen:
     def rt(self, name: str) -> ast.Name:
         """A support function or constant, imported as `_svc_<name>`."""
         self.support.add(name)
+        return _name(PREFIX + name)
+
+    def contract_name(self, name: str) -> ast.Name:
+        """A name of svc.contract (the route description), imported as `_svc_<name>`."""
+        self.contract.add(name)
         return _name(PREFIX + name)
 
     def runtime(self, module: str, attr: str) -> ast.Attribute:
@@ -268,7 +280,7 @@ class _ModuleGen:
         """
         if not isinstance(node, ast.AsyncFunctionDef) or _suspends(node):
             return None
-        if not any(r.function == decl.name for r in self.program.routes):
+        if not any(r.handler == decl.name for r in self.program.routes):
             return None
         self.sync_twins.add(decl.name)
         twin = ast.FunctionDef(name=sync_twin_name(decl.name), args=copy.deepcopy(node.args),
@@ -531,7 +543,7 @@ class _ModuleGen:
         if name == "json_decode":
             return _call(self.rt("json_decode"), [self.type_value(e.type_arg_types[0])] + args)
         if name == "serve":
-            return ast.Await(value=_call(self.rt("serve"), args + [_name(ROUTES)]))
+            return ast.Await(value=_call(self.runtime("server", "serve"), args + [_name(ROUTES)]))
         if name in _DB_CALLS:
             return _call(self.runtime("db", name), args)
         if name in _DB_TYPED_CALLS:
@@ -550,52 +562,19 @@ class _ModuleGen:
     # --- routes ---------------------------------------------------------------------------
 
     def route_list(self) -> ast.stmt:
-        routes = [self.route(r) for r in self.program.routes]
-        node = ast.Assign(targets=[_store(ROUTES)], value=ast.List(elts=routes, ctx=ast.Load()))
-        if self.program.routes:
-            return _located(node, self.program.routes[-1].span)
+        routes = self.program.routes
+        entries = route_table.route_entries(routes, self.handler_name, self.type_value,
+                                            self.contract_name)
+        for entry, route in zip(entries, routes):
+            _located(entry, route.span)
+        node = ast.Assign(targets=[_store(ROUTES)], value=ast.List(elts=entries, ctx=ast.Load()))
+        if routes:
+            return _located(node, routes[-1].span)
         return node  # fix_missing_locations places it after the last definition
 
-    def route(self, r) -> ast.expr:
-        params = [self.route_param(p) for p in r.params]
-        handler = sync_twin_name(r.function) if r.function in self.sync_twins else global_name(r.function)
-        floats = self.holds_f64(self.program.functions[r.function].returns, set())
-        call = _call(self.rt_route("Route"), [
-            ast.Constant(r.method), ast.Constant(r.path), _name(handler),
-            ast.Tuple(elts=params, ctx=ast.Load()), ast.Constant(r.result), ast.Constant(floats)])
-        return _located(call, r.span)
-
-    def holds_f64(self, t: T.Type, seen: set[str]) -> bool:
-        """Whether a value of type `t` can contain an f64 (the server then refuses inf/NaN)."""
-        if t == T.F64:
-            return True
-        if isinstance(t, (T.Opt, T.View)):
-            return self.holds_f64(t.inner, seen)
-        if isinstance(t, T.ListOf):
-            return self.holds_f64(t.elem, seen)
-        if isinstance(t, T.ResultOf):
-            return self.holds_f64(t.ok, seen)
-        if isinstance(t, T.ClassRef) and t.name not in seen:
-            seen.add(t.name)
-            return any(self.holds_f64(ft, seen) for _, ft in self.program.classes[t.name].fields)
-        return False
-
-    def route_param(self, p) -> ast.expr:
-        if p.source == "body":
-            kind: ast.expr = self.type_value(p.type)
-        elif p.source == "raw":
-            kind = ast.Constant("bytes" if p.type == T.BYTES else "view")
-        elif p.source == "db":
-            kind = ast.Constant("Db")
-        else:
-            inner = p.type.inner if isinstance(p.type, T.Opt) else p.type
-            kind = ast.Constant(T.format_type(inner))
-        return _call(self.rt_route("Param"), [
-            ast.Constant(p.name), ast.Constant(p.source), kind, ast.Constant(bool(p.optional))])
-
-    def rt_route(self, name: str) -> ast.expr:
-        self.runtime_modules.add("routing")
-        return ast.Attribute(value=_name(PREFIX + "routing"), attr=name, ctx=ast.Load())
+    def handler_name(self, function: str) -> str:
+        """The Python function a route calls: the plain-def twin when there is one."""
+        return sync_twin_name(function) if function in self.sync_twins else global_name(function)
 
 
 def _bits(t: T.Type) -> str:

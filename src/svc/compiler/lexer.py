@@ -30,7 +30,6 @@ STATEMENT_KEYWORDS = frozenset(
 
 #: What a word lexes as when it is not a plain name.
 _WORD_KINDS = {**{word: word for word in KEYWORDS}, **ALIASES}
-I64_MAX = 2**63 - 1
 
 _MASTER = re.compile(
     r"""

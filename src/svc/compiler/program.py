@@ -12,6 +12,7 @@ from typing import Optional
 from svc.compiler import syntax
 from svc.compiler.source import Span
 from svc.compiler.types import Type
+from svc.contract import Route
 
 
 @dataclass
@@ -32,23 +33,12 @@ class FunctionInfo:
     file: str
 
 
-@dataclass
-class RouteParam:
-    """How one handler parameter is bound (LANGUAGE.md §7)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteInfo(Route):
+    """A route of the program: the contract's `Route` as the checker builds it, with `handler`
+    the svc function's name and each `Param.type` the checked svc type (the inner type of a
+    `T?` query parameter), plus where the route attribute's path is written."""
 
-    name: str
-    source: str  # "path", "query", "body", "raw", "db"
-    type: Type  # for "query"/"path": the scalar type (the inner type when optional)
-    optional: bool = False
-
-
-@dataclass
-class RouteInfo:
-    method: str  # "GET", "POST", "PUT", "DELETE"
-    path: str
-    function: str
-    params: list[RouteParam]
-    result: str  # "json", "json_optional", "html", "unit"
     span: Span
 
 

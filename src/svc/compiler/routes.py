@@ -1,71 +1,33 @@
-"""The route table and the check-time route rules (LANGUAGE.md §7).
+"""The route table and the check-time route rules (docs/reference/language.md, routes).
 
 Works on checked declarations only (FunctionInfo with resolved parameter types), so the rules
 are testable without a parser. Every rule's error is reported at the attribute's path string,
-and names the handler, the parameter or the conflicting route.
+and names the handler, the parameter or the conflicting route. Paths are read by
+`svc.contract.parse_path`, the grammar the router reads them with too.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Iterable
 
 from svc.compiler import syntax
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.program import FunctionInfo, RouteInfo, RouteParam
+from svc.compiler.program import FunctionInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.types import (
-    BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, Opt, ResultOf, Type, View, format_type,
-    UNKNOWN, is_json_type,
+    BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
+    format_type, UNKNOWN, is_json_type,
 )
+from svc.contract import Param, ParamSource, PathError, ResultKind, parse_path
 
-#: Paths the server answers itself (HTTP.md "Built-in routes"); no handler may take them,
-#: whatever the method (docs/decisions.md).
+#: Paths the server answers itself (docs/reference/http.md, built-in routes); no handler may
+#: take them, whatever the method (docs/decisions.md).
 RESERVED_PATHS = ("/health", "/stream", "/ws")
 
 PATH_TYPES = (I64, I32, STR)
 QUERY_TYPES = (I64, I32, F64, BOOL, STR)
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Unreserved and sub-delim characters plus ':' and '@' (RFC 3986 pchar without '%').
-_LITERAL_SEGMENT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]+\Z")
-
 ClassFields = Callable[[str], list[Type]]
-
-
-def parse_path(path: str) -> tuple[list[str] | None, str | None]:
-    """The capture names of a route path in order, or an error text when it is malformed.
-
-    A capture is a whole segment `{name}`; segments are non-empty (only "/" itself is the
-    root); literal segments use URL path characters without percent escapes.
-    """
-    if not path.startswith("/"):
-        return None, "must start with '/'"
-    if path == "/":
-        return [], None
-    captures: list[str] = []
-    for segment in path[1:].split("/"):
-        if segment == "":
-            return None, "has an empty segment"
-        if segment.startswith("{") and segment.endswith("}"):
-            name = segment[1:-1]
-            if name == "":
-                return None, "has an empty capture '{}'"
-            if not _IDENT.match(name):
-                return None, f"has a capture '{{{name}}}' that is not an identifier"
-            if name in captures:
-                return None, f"captures '{{{name}}}' twice"
-            captures.append(name)
-        elif not _LITERAL_SEGMENT.match(segment):
-            bad = next(c for c in segment if not _LITERAL_SEGMENT.match(c))
-            return None, f"has a bad character {bad!r} (a capture is a whole segment '{{name}}')"
-    return captures, None
-
-
-def path_shape(path: str) -> str:
-    """The path with every capture replaced by `{}`: two routes of one shape match the same
-    requests, so their capture names must agree."""
-    return "/".join("{}" if s.startswith("{") else s for s in path.split("/"))
 
 
 def _query_type(t: Type) -> tuple[Type, bool] | None:
@@ -78,10 +40,10 @@ def _query_type(t: Type) -> tuple[Type, bool] | None:
 
 
 def bind_params(
-    fn: FunctionInfo, captures: list[str], class_fields: ClassFields
-) -> tuple[list[RouteParam], list[str]]:
+    fn: FunctionInfo, captures: tuple[str, ...] | list[str], class_fields: ClassFields
+) -> tuple[list[Param], list[str]]:
     """How each handler parameter is bound, and the problems (as message texts)."""
-    params: list[RouteParam] = []
+    params: list[Param] = []
     problems: list[str] = []
     body: str | None = None  # name of the parameter that takes the body
     for name, t in fn.params:
@@ -89,7 +51,7 @@ def bind_params(
             continue
         if name in captures:
             if t in PATH_TYPES:
-                params.append(RouteParam(name, "path", t))
+                params.append(Param(name, ParamSource.PATH, t))
             else:
                 problems.append(
                     f"path parameter '{name}' of handler '{fn.name}' must be i64, i32 or str, "
@@ -103,7 +65,7 @@ def bind_params(
                 "from a request (path capture, query scalar, body class, raw body or Db)"
             )
             continue
-        if source in ("body", "raw"):
+        if source is ParamSource.BODY or source is ParamSource.RAW:
             if body is not None:
                 problems.append(
                     f"handler '{fn.name}' reads the request body twice: parameters "
@@ -111,11 +73,11 @@ def bind_params(
                 )
                 continue
             body = name
-        if source == "query":
+        if source is ParamSource.QUERY:
             inner, optional = _query_type(t)  # type: ignore[misc]
-            params.append(RouteParam(name, "query", inner, optional))
+            params.append(Param(name, source, inner, optional))
         else:
-            params.append(RouteParam(name, source, t))
+            params.append(Param(name, source, t))
     declared = {name for name, _ in fn.params}
     for capture in captures:
         if capture not in declared:
@@ -125,32 +87,49 @@ def bind_params(
     return params, problems
 
 
-def _source_of(t: Type, class_fields: ClassFields) -> str | None:
+def _source_of(t: Type, class_fields: ClassFields) -> ParamSource | None:
     if t == DB:
-        return "db"
+        return ParamSource.DB
     if isinstance(t, ClassRef):
-        return "body" if is_json_type(t, class_fields) else None
+        return ParamSource.BODY if is_json_type(t, class_fields) else None
     if t == BYTES or t == View(BYTES):
-        return "raw"
+        return ParamSource.RAW
     if _query_type(t) is not None:
-        return "query"
+        return ParamSource.QUERY
     return None
 
 
-def result_kind(returns: Type, class_fields: ClassFields) -> str | None:
-    """json / json_optional / html / unit for a handler's return type, None if not allowed."""
+def result_kind(returns: Type, class_fields: ClassFields) -> ResultKind | None:
+    """JSON / JSON_OPTIONAL / HTML / UNIT for a handler's return type, None if not allowed."""
     if not isinstance(returns, ResultOf):
         return None
     t = returns.ok
     if t == HTML:
-        return "html"
+        return ResultKind.HTML
     if t == UNIT:
-        return "unit"
+        return ResultKind.UNIT
     if isinstance(t, Opt) and is_json_type(t.inner, class_fields):
-        return "json_optional"
+        return ResultKind.JSON_OPTIONAL
     if is_json_type(t, class_fields):
-        return "json"
+        return ResultKind.JSON
     return None
+
+
+def holds_f64(t: Type, class_fields: ClassFields, seen: set[str] | None = None) -> bool:
+    """Whether a value of type `t` can contain an f64 (the server then refuses inf/NaN)."""
+    seen = set() if seen is None else seen
+    if t == F64:
+        return True
+    if isinstance(t, (Opt, View)):
+        return holds_f64(t.inner, class_fields, seen)
+    if isinstance(t, ListOf):
+        return holds_f64(t.elem, class_fields, seen)
+    if isinstance(t, ResultOf):
+        return holds_f64(t.ok, class_fields, seen)
+    if isinstance(t, ClassRef) and t.name not in seen:
+        seen.add(t.name)
+        return any(holds_f64(field, class_fields, seen) for field in class_fields(t.name))
+    return False
 
 
 def build_routes(
@@ -177,8 +156,9 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
     if not fn.is_async:
         fail(f"route attribute {label} needs an async def: '{fn.name}' is not async", attr.span)
         return None
-    captures, problem = parse_path(attr.path)
-    if captures is None:
+    try:
+        captures = parse_path(attr.path).captures
+    except PathError as problem:
         fail(f"malformed route path '{attr.path}': it {problem}")
         return None
     if attr.path in RESERVED_PATHS:
@@ -197,7 +177,8 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
         )
     if problems or kind is None:
         return None
-    return RouteInfo(attr.method, attr.path, fn.name, params, kind, attr.path_span)
+    return RouteInfo(attr.method, attr.path, fn.name, tuple(params), kind,
+                     holds_f64(fn.returns, class_fields), span=attr.path_span)
 
 
 def check_conflicts(routes: list[RouteInfo]) -> list[Diagnostic]:
@@ -209,9 +190,10 @@ def check_conflicts(routes: list[RouteInfo]) -> list[Diagnostic]:
     by_method_path: dict[tuple[str, str], RouteInfo] = {}
     by_shape: dict[str, RouteInfo] = {}
     for route in routes:
+        shape = parse_path(route.path).shape
         earlier = by_method_path.get((route.method, route.path))
         if earlier is None:
-            shaped = by_shape.get(path_shape(route.path))
+            shaped = by_shape.get(shape)
             if shaped is not None and shaped.path != route.path:
                 earlier = shaped
         if earlier is not None:
@@ -222,7 +204,7 @@ def check_conflicts(routes: list[RouteInfo]) -> list[Diagnostic]:
             ))
             continue
         by_method_path[(route.method, route.path)] = route
-        by_shape.setdefault(path_shape(route.path), route)
+        by_shape.setdefault(shape, route)
     return diagnostics
 
 

@@ -2,7 +2,7 @@
 
 `/health` is an ordinary (synchronous) route. `/stream` and `/ws` need the connection itself
 (a chunked body written piece by piece; an upgraded socket), so their routes carry the
-result kinds "stream" and "websocket" that the server recognises.
+result kinds STREAM and WEBSOCKET that the connection recognises.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-from svc.runtime.routing import Route
+from svc.contract import ResultKind, Route
 
 STREAM_CHUNKS = tuple(f"chunk:{i}\n".encode() for i in range(5))
 STREAM_HEAD_EXTRA = b"Transfer-Encoding: chunked\r\n"
@@ -33,11 +33,11 @@ async def stream(write: Callable[[bytes], None]) -> None:
 
 
 def _websocket_marker() -> None:
-    """Never called: the server upgrades the connection for routes of kind "websocket"."""
+    """Never called: the connection upgrades itself for routes of kind WEBSOCKET."""
 
 
 ROUTES = (
-    Route("GET", "/health", health, (), "text"),
-    Route("GET", "/stream", stream, (), "stream"),
-    Route("GET", "/ws", _websocket_marker, (), "websocket"),
+    Route("GET", "/health", health, (), ResultKind.TEXT),
+    Route("GET", "/stream", stream, (), ResultKind.STREAM),
+    Route("GET", "/ws", _websocket_marker, (), ResultKind.WEBSOCKET),
 )

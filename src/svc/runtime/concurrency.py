@@ -1,4 +1,5 @@
-"""The runtime test functions of LANGUAGE.md §6: tasks, scopes, actors, a supervisor, a job queue.
+"""The runtime test functions (docs/reference/builtins.md): tasks, scopes, actors, a supervisor,
+a job queue.
 
 No svc syntax declares tasks or actors; these builtins exercise the runtime's concurrency on
 the one event loop. Each is `async`, returns an i64 count (or an `SvcError`) and finishes

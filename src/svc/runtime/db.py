@@ -2,17 +2,18 @@
 
 Why a thread: `sqlite3` calls block (file locks, fsync), and the event loop must never block.
 Each `Db` owns one connection that only its own thread touches. The event loop hands jobs to
-that thread through a queue of at most `QUEUE_SIZE` (64) waiting jobs; a caller that finds it
-full waits asynchronously, in arrival order, and gives up with `busy` (503) when its request's
+that thread through a queue of at most `DB_QUEUE_SIZE` (64, from svc.contract) waiting jobs,
+while the thread may be running one more batch; a caller that finds it full waits
+asynchronously, in arrival order, and gives up with `busy` (503) when its request's
 processing deadline passes.
 
-Wake-ups are what cost (ARCHITECTURE.md measured that one loop wake-up per job loses most of
-the gain over inline queries), so both directions are batched: the jobs accepted during one
-loop iteration are handed to the thread together at its end (one thread wake-up), and the
-thread takes every queued job at once, runs them, and wakes the loop ONCE with all the
-results. On `GET /users/{id}` handing jobs over one by one cost about 2.5 context switches
-per request; batched, about 0.3. A job the thread has taken runs to completion even if its
-caller was cancelled: the result is simply dropped.
+Wake-ups are what cost (measured: one loop wake-up per job loses most of the gain over inline
+queries), so both directions are batched: the jobs accepted during one loop iteration are
+handed to the thread together at its end (one thread wake-up), and the thread takes every
+queued job at once, runs them, and wakes the loop ONCE with all the results. On
+`GET /users/{id}` handing jobs over one by one cost about 2.5 context switches per request;
+batched, about 0.3. A job the thread has taken runs to completion even if its caller was
+cancelled: the result is simply dropped.
 
 Contract (docs/internals.md, "Database API"): every coroutine returns its value or an
 `SvcError` of kind `database` (bad SQL, constraint violation, a locked database, a row that
@@ -44,11 +45,10 @@ import threading
 from collections import deque
 from queue import SimpleQueue
 
+from svc.contract import DB_QUEUE_SIZE, I32_MAX, I32_MIN
 from svc.runtime.context import request_deadline
-from svc.runtime.support import I32_MAX, I32_MIN, SvcError
+from svc.runtime.support import SvcError
 
-#: Jobs that may wait in a `Db`'s queue (the thread may be running one more batch).
-QUEUE_SIZE = 64
 #: How long a statement waits for another connection's lock before failing.
 BUSY_TIMEOUT_SECONDS = 2.0
 
@@ -93,7 +93,7 @@ class Db:
 
     @property
     def queued(self) -> int:
-        """Jobs accepted but not yet taken by the thread (at most QUEUE_SIZE)."""
+        """Jobs accepted but not yet taken by the thread (at most DB_QUEUE_SIZE)."""
         return self._submitted - self._taken
 
     # --- event-loop side ---------------------------------------------------------------
@@ -108,7 +108,7 @@ class Db:
         job = (future, op, sql, args, cls)
         if self._closing:
             future.set_result(_shutting_down())
-        elif not self._overflow and self._submitted - self._taken < QUEUE_SIZE:
+        elif not self._overflow and self._submitted - self._taken < DB_QUEUE_SIZE:
             self._accept(loop, job)
         else:
             self._wait_in_line(loop, job)
@@ -144,7 +144,7 @@ class Db:
     def _admit(self) -> None:
         """Move waiting jobs into the queue while there is room, oldest first. On the loop."""
         overflow = self._overflow
-        room = QUEUE_SIZE - self.queued
+        room = DB_QUEUE_SIZE - self.queued
         while room > 0 and overflow:
             job, timer = overflow.popleft()
             if job[0].done():  # cancelled, or gave up at its deadline
@@ -425,7 +425,7 @@ def _shorten(sql: str, limit: int = 200) -> str:
     return sql if len(sql) <= limit else sql[:limit] + "..."
 
 
-# --- typed row mapping (LANGUAGE.md §6) -----------------------------------------------------
+# --- typed row mapping (docs/reference/language.md) ------------------------------------------
 
 class RowMismatch(Exception):
     """A row that does not fit its class: reported as a `database` error naming the column."""

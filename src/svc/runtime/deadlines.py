@@ -4,7 +4,7 @@ Connections carry a plain `deadline` attribute (a `loop.time()` value, 0.0 for n
 the server sets as a request moves through its phases; nothing is scheduled per request.
 One timer handle per server wakes every `TICK` seconds, runs the per-tick hooks (the cached
 `Date` header, the buffered log) and calls `deadline_passed()` on each connection whose
-deadline is behind. Deadlines therefore fire up to one tick late, which HTTP.md allows.
+deadline is behind. Deadlines therefore fire up to one tick late, which docs/reference/http.md allows.
 Measured: setting a float attribute costs nothing next to a timer handle per request, and a
 sweep over 10,000 idle connections takes about a millisecond.
 """

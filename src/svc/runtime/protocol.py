@@ -9,7 +9,7 @@ the events they complete:
 - a `Reject` (400, 413, 431) after which the connection is answered and closed; the
   machine then ignores everything that follows.
 
-It enforces the limits of HTTP.md that are about bytes: 64 KiB of request line + headers,
+It enforces the limits of docs/reference/http.md that are about bytes: 64 KiB of request line + headers,
 1 MiB of body after de-chunking (413 at once when Content-Length says so), and refuses
 request-smuggling shapes (Content-Length with Transfer-Encoding, duplicate Content-Length,
 any transfer coding but `chunked`). After an upgrade request (WebSocket) it stops parsing and
@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import httptools
 
-from svc.runtime.routing import BODY_LIMIT
-
-HEAD_LIMIT = 65_536
+from svc.contract import BODY_LIMIT, HEAD_LIMIT
 
 _METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 _VERSIONS = ("1.1", "1.0")
@@ -44,16 +42,18 @@ _HEAD_OVERHEAD = 14
 
 
 class Request:
-    """One parsed request. `path` is the raw (percent-encoded) path as str, `query` raw bytes."""
+    """One parsed request. `path` is the raw (percent-encoded) path as str, `query` raw bytes,
+    `target` the request target as received (for the log: decoded only when a line is written)."""
 
-    __slots__ = ("method", "path", "query", "headers", "body", "keep_alive", "content_type",
-                 "upgrade", "started")
+    __slots__ = ("method", "path", "query", "target", "headers", "body", "keep_alive",
+                 "content_type", "upgrade", "started")
 
-    def __init__(self, method: str, path: str, query: bytes, headers: list, body: bytes,
-                 keep_alive: bool, content_type: bytes | None, upgrade: bool) -> None:
+    def __init__(self, method: str, path: str, query: bytes, target: bytes, headers: list,
+                 body: bytes, keep_alive: bool, content_type: bytes | None, upgrade: bool) -> None:
         self.method = method
         self.path = path
         self.query = query
+        self.target = target
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
@@ -75,17 +75,17 @@ class Request:
 class Reject:
     """The request cannot be served: answer `status` with `reason`, then close.
 
-    `method` and `path` name the refused request for the access log when its request line
+    `method` and `target` name the refused request for the access log when its request line
     was read whole (a body over the limit, say), and are "-" when it was not (garbage bytes).
     """
 
-    __slots__ = ("status", "reason", "method", "path")
+    __slots__ = ("status", "reason", "method", "target")
 
-    def __init__(self, status: int, reason: str, method: str = "-", path: str = "-") -> None:
+    def __init__(self, status: int, reason: str, method: str = "-", target: bytes = b"-") -> None:
         self.status = status
         self.reason = reason
         self.method = method
-        self.path = path
+        self.target = target
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Reject) and (self.status, self.reason) == (other.status, other.reason)
@@ -101,11 +101,12 @@ class Continue:
     body type the route does not take).
     """
 
-    __slots__ = ("method", "path", "content_type")
+    __slots__ = ("method", "path", "target", "content_type")
 
-    def __init__(self, method: str, path: str, content_type: bytes | None) -> None:
+    def __init__(self, method: str, path: str, target: bytes, content_type: bytes | None) -> None:
         self.method = method
         self.path = path
+        self.target = target
         self.content_type = content_type
 
     def __repr__(self) -> str:
@@ -179,14 +180,14 @@ class HttpConnection:
                     self._guard_head(len(data))
         return events
 
-    def target(self) -> tuple[str, str]:
-        """(method, path) of the request being read, once its request line is complete.
+    def target(self) -> tuple[str, bytes]:
+        """(method, target as received) of the request being read, once its request line is
+        complete.
 
         For the log line of a request refused or timed out before it was whole (a body that
         stops arriving); not on the hot path.
         """
-        path = self._url.partition(b"?")[0] or b"-"  # an absolute target whole, but never its query
-        return self._parser.get_method().decode("latin-1"), path.decode("latin-1")
+        return self._parser.get_method().decode("latin-1"), self._url or b"-"
 
     def _naming_the_request(self, reject: Reject) -> Reject:
         return Reject(reject.status, reject.reason, *self.target())
@@ -271,7 +272,11 @@ class HttpConnection:
             if (coding is not None or (length is not None and int(length) > 0)) \
                     and self._parser.get_http_version() == "1.1":
                 self._continue_at = True
-                self._events.append(Continue(*self.target(), special.get("content_type")))
+                url = self._url
+                path = url.partition(b"?")[0] if url[:1] == b"/" else _absolute_target(url)[0]
+                method = self._parser.get_method().decode("latin-1")
+                self._events.append(Continue(method, path.decode("latin-1"), url,
+                                             special.get("content_type")))
 
     def on_body(self, chunk: bytes) -> None:
         self._body_size += len(chunk)
@@ -306,7 +311,7 @@ class HttpConnection:
             upgrade = _may_upgrade(parser, special, raw_method)
         events.append(Request(
             _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
-            query, self._headers, body, self._keep_alive, content_type, upgrade))
+            query, url, self._headers, body, self._keep_alive, content_type, upgrade))
         self._url = b""
         self._headers = []
         self._special = None

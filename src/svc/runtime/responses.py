@@ -14,6 +14,7 @@ from http import HTTPStatus
 
 import msgspec
 
+from svc.contract import ResultKind
 from svc.runtime.support import STATUS_BY_KIND, Html, SvcError, require_finite
 
 JSON = b"application/json"
@@ -145,7 +146,7 @@ def encode_result(value: object, floats: bool) -> bytes:
     return body
 
 
-def result_for(kind: str, value: object, floats: bool = False
+def result_for(kind: ResultKind, value: object, floats: bool = False
                ) -> tuple[int, bytes | None, bytes, str | None]:
     """(status, content type, body, log detail) for a handler's unboxed result.
 
@@ -155,18 +156,18 @@ def result_for(kind: str, value: object, floats: bool = False
     if isinstance(value, SvcError):
         status, body, detail = error_for(value)
         return status, JSON, body, detail
-    if kind == "json":
+    if kind is ResultKind.JSON:
         return 200, JSON, encode_result(value, floats), None
-    if kind == "json_optional":
+    if kind is ResultKind.JSON_OPTIONAL:
         if value is None:
             return 404, JSON, NOT_FOUND, None
         return 200, JSON, encode_result(value, floats), None
-    if kind == "html":
+    if kind is ResultKind.HTML:
         if not isinstance(value, Html):
             raise TypeError(f"html route returned {type(value).__name__}, not Html")
         return 200, HTML, value.text.encode("utf-8"), None
-    if kind == "unit":
+    if kind is ResultKind.UNIT:
         return 204, None, b"", None
-    if kind == "text":
+    if kind is ResultKind.TEXT:
         return 200, TEXT, value if isinstance(value, bytes) else str(value).encode(), None
     raise ValueError(f"unknown route result kind {kind!r}")

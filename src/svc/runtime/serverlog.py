@@ -22,12 +22,15 @@ class ServerLog:
         self.lines: list[str] = []
         self.stream = stream
 
-    def access(self, method: str, path: str, status: int, started: float) -> None:
-        """`GET /users/7 200 0.4ms`: method, path (without the query), status, duration."""
+    def access(self, method: str, target: bytes, status: int, started: float) -> None:
+        """`GET /search?q=x 200 0.4ms`: method, request target as received, status, duration.
+
+        The target stays bytes until here, so a quiet server never decodes it."""
         if self.quiet:
             return
         lines = self.lines
-        lines.append(f"{method} {path} {status} {(perf_counter() - started) * 1000:.1f}ms\n")
+        lines.append(f"{method} {target.decode('latin-1')} {status} "
+                     f"{(perf_counter() - started) * 1000:.1f}ms\n")
         if len(lines) >= FLUSH_AT:
             self.flush()
 

@@ -1,8 +1,9 @@
 """Run-time support that generated svc code calls: errors, Html, checked integer arithmetic.
 
-Kept small and free of server internals: the code generator targets these names (see
-docs/internals.md), and the server only needs `SvcError`, `SvcFault`, `Html` and
-`STATUS_BY_KIND` from here.
+Kept small and free of server internals (it imports nothing of the server): the code
+generator targets these names (see docs/internals.md), and the server only needs `SvcError`,
+`SvcFault`, `Html` and `STATUS_BY_KIND` from here. Generated code gets `serve` from
+`svc.runtime.server` itself.
 """
 
 from __future__ import annotations
@@ -16,14 +17,11 @@ from typing import Annotated
 
 import msgspec
 
-I64_MIN = -(2**63)
-I64_MAX = 2**63 - 1
-I32_MIN = -(2**31)
-I32_MAX = 2**31 - 1
+from svc.contract import I32_MAX, I32_MIN, I64_MAX, I64_MIN
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
-#: Error kind → HTTP status (LANGUAGE.md §6).
+#: Error kind → HTTP status (docs/reference/language.md, errors).
 STATUS_BY_KIND = {
     "invalid": 400,
     "not_found": 404,
@@ -182,7 +180,7 @@ def fmod(a: float, b: float) -> float:
     return math.fmod(a, b)
 
 
-# --- results and errors (LANGUAGE.md §6) ------------------------------------------------------
+# --- results and errors (docs/reference/language.md) ------------------------------------------
 
 def error(reason: str) -> SvcError:
     return SvcError("invalid", reason)
@@ -326,83 +324,6 @@ def copy(value):
 
 def html(text: str) -> Html:
     return Html(text)
-
-
-async def serve(db, port: int, routes: list):
-    """`serve(db, port)`: the built-in HTTP server (imported only when a program serves),
-    watched by a `Watchdog` so a handler that computes without ever awaiting cannot hang it."""
-    import asyncio
-
-    from svc.runtime.server import serve as run_server
-
-    watchdog = Watchdog(asyncio.get_running_loop())
-    try:
-        return await run_server(db, port, routes)
-    finally:
-        watchdog.stop()
-
-
-class SvcTimeout(SvcFault):
-    """Raised inside code that kept the event loop busy past the processing limit."""
-
-    def __init__(self, message: str = "request timed out: the handler computed for more than "
-                                      "2 seconds without yielding") -> None:
-        super().__init__(message)
-
-
-class Watchdog:
-    """Interrupts a handler stuck in computation (`while True: pass`, a runaway loop).
-
-    The server cancels a slow handler at its next `await`, but code that never awaits keeps
-    the event loop, and so the whole server, to itself. A heartbeat timer on the loop records
-    that the loop still turns; a daemon thread that sees no beat for `STALL_SECONDS` raises
-    `SvcTimeout` in the loop's thread (PyThreadState_SetAsyncExc), where it surfaces in the
-    running svc code like any other run-time fault. The cost is one timer tick per 0.1 s.
-    """
-
-    STALL_SECONDS = 2.0
-    BEAT_SECONDS = 0.1
-
-    def __init__(self, loop) -> None:
-        import threading
-        import time
-
-        self._loop = loop
-        self._clock = time.monotonic
-        self._cpu_clock = time.process_time  # the whole process's CPU time, every thread
-        self._beat = self._clock()
-        self._stopped = threading.Event()
-        self._target = threading.get_ident()
-        self._timer = loop.call_later(self.BEAT_SECONDS, self._tick)
-        threading.Thread(target=self._watch, name="svc-watchdog", daemon=True).start()
-
-    def _tick(self) -> None:
-        self._beat = self._clock()
-        if not self._stopped.is_set():
-            self._timer = self._loop.call_later(self.BEAT_SECONDS, self._tick)
-
-    def _watch(self) -> None:
-        import ctypes
-
-        woke, used = self._clock(), self._cpu_clock()
-        while not self._stopped.wait(self.BEAT_SECONDS):
-            now, cpu = self._clock(), self._cpu_clock()
-            slept, woke = now - woke, now
-            spent, used = cpu - used, cpu
-            # A late wake-up with little CPU spent means the whole process was stalled (SIGSTOP,
-            # swap): not the loop's fault, start counting again. A late wake-up with the CPU
-            # busy means the loop's thread held the GIL in one long C call (a huge string
-            # copy): that is the handler's time and counts.
-            if slept > 5 * self.BEAT_SECONDS and spent < slept / 2:
-                self._beat = now
-            elif now - self._beat > self.STALL_SECONDS:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(self._target), ctypes.py_object(SvcTimeout))
-                self._beat = self._clock()  # once per stall
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._timer.cancel()
 
 
 # --- JSON ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from websockets.http11 import Request as WsRequest
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-MESSAGE_LIMIT = 1_048_576
+from svc.contract import MESSAGE_LIMIT
 
 _logger = logging.getLogger("svc.websocket")
 _logger.addHandler(logging.NullHandler())

@@ -1,0 +1,50 @@
+"""The route table as generated code: `_svc_ROUTES = [Route(...), ...]` in the entry module.
+
+Each route of the checked program becomes a `svc.contract.Route` call naming the handler's
+function, its `Param`s and its `ResultKind`: the description the router reads at startup.
+Parameter types become what the router converts to (see `svc.contract.Param`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from svc.compiler import types as T
+from svc.compiler.program import RouteInfo
+from svc.contract import Param, ParamSource
+
+#: `name` → an expression for a name of svc.contract (imported by the generated module).
+ContractName = Callable[[str], ast.expr]
+
+
+def route_entries(routes: list[RouteInfo], handler_name: Callable[[str], str],
+                  type_value: Callable[[T.Type], ast.expr], contract: ContractName) -> list[ast.expr]:
+    """One `Route(...)` call per route, in table order (each still to be located)."""
+    return [_route(r, handler_name(r.handler), type_value, contract) for r in routes]
+
+
+def _route(r: RouteInfo, handler: str, type_value, contract: ContractName) -> ast.expr:
+    params = [_param(p, type_value, contract) for p in r.params]
+    return ast.Call(func=contract("Route"), keywords=[], args=[
+        ast.Constant(r.method), ast.Constant(r.path), ast.Name(id=handler, ctx=ast.Load()),
+        ast.Tuple(elts=params, ctx=ast.Load()), _member(contract, "ResultKind", r.result.name),
+        ast.Constant(r.floats)])
+
+
+def _param(p: Param, type_value, contract: ContractName) -> ast.expr:
+    if p.source is ParamSource.BODY:
+        kind: ast.expr = type_value(p.type)
+    elif p.source is ParamSource.RAW:
+        kind = ast.Constant("bytes" if p.type == T.BYTES else "view")
+    elif p.source is ParamSource.DB:
+        kind = ast.Constant("Db")
+    else:  # PATH and QUERY: a scalar (already the inner type of a `T?` query parameter)
+        kind = ast.Constant(T.format_type(p.type))
+    return ast.Call(func=contract("Param"), keywords=[], args=[
+        ast.Constant(p.name), _member(contract, "ParamSource", p.source.name), kind,
+        ast.Constant(p.optional)])
+
+
+def _member(contract: ContractName, enum: str, member: str) -> ast.expr:
+    return ast.Attribute(value=contract(enum), attr=member, ctx=ast.Load())

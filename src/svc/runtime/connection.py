@@ -1,0 +1,511 @@
+"""One client connection: bytes in, requests answered one at a time and in order, deadlines kept.
+
+`Connection` is the asyncio Protocol of one TCP connection. It feeds the bytes it receives to
+the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what each request
+resolves to, runs the handler (eagerly: eager.py) and writes the answer (responses.py).
+None of those modules calls back into this one; they return events, matches and bytes.
+
+A connection is always in one `Phase`, and its single `deadline` attribute means what the
+phase says (checked by the one `Sweeper` timer, deadlines.py):
+
+    WAITING    until the next request's headers are complete    → close silently
+    RECEIVING  headers complete, body still arriving            → 504 and close
+    HANDLING   a handler is suspended in its Task               → 504, handler cancelled
+    STREAMING  /stream is writing (no deadline)
+    UPGRADED   a WebSocket session (no deadline)
+    LINGERING  our side is done; drain the peer, then close      → close
+    CLOSED     the transport is closed or closing
+
+`_enter(phase, deadline)` is the only place a connection changes phase; `TRANSITIONS` lists
+the moves it may make (tests/runtime/test_connection.py checks every move it observes).
+
+Handlers start eagerly: most finish without suspending and are answered on the spot, with
+no Task. Only a handler that really awaits is wrapped in a Task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import traceback
+from collections import deque
+from time import perf_counter
+from typing import Any
+
+from svc.contract import PROCESSING_LIMIT, ResultKind
+from svc.runtime import builtin_routes, eager, responses
+from svc.runtime.context import request_deadline_var as _deadline_var
+from svc.runtime.deadlines import Sweeper
+from svc.runtime.protocol import Continue, HttpConnection, Reject, Request
+from svc.runtime.responses import JSON, TEXT, encode_result, error_body, render
+from svc.runtime.routing import BindError, CompiledRoute, Refusal, Router
+from svc.runtime.serverlog import ServerLog
+from svc.runtime.support import SvcError
+from svc.runtime.watchdog import SvcTimeout
+from svc.runtime.websocket import EchoSession
+
+#: Seconds a closed response waits for the peer to finish sending before the socket closes.
+LINGER_SECONDS = 1.0
+#: The same once the server is shutting down: the process is about to exit anyway.
+SHUTDOWN_LINGER_SECONDS = 0.1
+#: Queued requests before we stop reading from a pipelining client.
+PIPELINE_PAUSE = 16
+
+SHUTTING_DOWN = error_body("shutting down")
+
+
+class Phase(enum.Enum):
+    WAITING = "waiting"
+    RECEIVING = "receiving"
+    HANDLING = "handling"
+    STREAMING = "streaming"
+    UPGRADED = "upgraded"
+    LINGERING = "lingering"
+    CLOSED = "closed"
+
+
+# Module names for the members and result kinds, compared with `is` on the hot path.
+WAITING, RECEIVING, HANDLING = Phase.WAITING, Phase.RECEIVING, Phase.HANDLING
+STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.LINGERING, Phase.CLOSED
+_JSON, _STREAM, _WEBSOCKET = ResultKind.JSON, ResultKind.STREAM, ResultKind.WEBSOCKET
+
+#: phase → the phases it may move to. A response either waits for the next request or
+#: lingers; only WAITING starts anything; every phase can end in CLOSED (the peer leaves).
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    WAITING: frozenset({WAITING, RECEIVING, HANDLING, STREAMING, UPGRADED, LINGERING, CLOSED}),
+    RECEIVING: frozenset({WAITING, HANDLING, STREAMING, LINGERING, CLOSED}),
+    HANDLING: frozenset({WAITING, LINGERING, CLOSED}),
+    STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
+    UPGRADED: frozenset({LINGERING, CLOSED}),
+    LINGERING: frozenset({LINGERING, CLOSED}),
+    CLOSED: frozenset({CLOSED}),
+}
+
+
+class App:
+    """What every connection of one server shares."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, router: Router, db: Any,
+                 wait_seconds: float, log: ServerLog,
+                 processing_limit: float = PROCESSING_LIMIT) -> None:
+        self.loop = loop
+        self.router = router
+        self.db = db
+        self.wait = wait_seconds
+        self.processing_limit = processing_limit
+        self.log = log
+        self.sweeper = Sweeper(loop)
+        self.sweeper.hooks.append(responses.date.refresh)
+        self.sweeper.hooks.append(log.flush)
+        self.connections: set[Connection] = set()
+        self.shutting_down = False
+        #: Set once shutting down and the last connection is gone.
+        self.all_closed = asyncio.Event()
+
+    def forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self.sweeper.discard(conn)
+        if self.shutting_down and not self.connections:
+            self.all_closed.set()
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: parse, route, answer in order, enforce deadlines."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.loop = app.loop
+        self.transport: asyncio.Transport | None = None
+        self.http = HttpConnection()
+        self.pending: deque = deque()  # events waiting for the request in progress
+        self.phase = WAITING
+        self.deadline = 0.0
+        self.head_at = 0.0  # perf_counter() when the current body's headers completed
+        self.closing = False  # no keep-alive after the current answer
+        self.paused = False  # reading paused: too many queued requests
+        self.write_paused = False  # reading paused: the peer does not read its answers
+        self.out: list[bytes] | None = None  # answers gathered for one write (pipelining)
+        self.task: asyncio.Task | None = None
+        self.current: tuple[Request, CompiledRoute] | None = None
+        self.ws: EchoSession | None = None
+
+    def _enter(self, phase: Phase, deadline: float) -> None:
+        """Move to `phase`, whose deadline (a loop time, 0.0 for none) is `deadline`."""
+        self.phase = phase
+        self.deadline = deadline
+
+    def _keeps_alive(self, req: Request) -> bool:
+        """The one keep-alive rule: the client wants it, we are not closing, and the request
+        asked for no upgrade we left unanswered (its later bytes are not HTTP)."""
+        return req.keep_alive and not self.closing and not req.upgrade
+
+    # --- asyncio callbacks -----------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self._enter(WAITING, self.loop.time() + self.app.wait)
+        self.app.connections.add(self)
+        self.app.sweeper.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self._enter(CLOSED, 0.0)
+        self.closing = True
+        self.app.forget(self)
+        task = self.task
+        if task is not None:
+            self.task = None
+            task.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        phase = self.phase
+        if phase is not WAITING and phase is not RECEIVING:
+            if phase is UPGRADED:
+                return self._ws_send(*self.ws.receive(data))
+            if phase is LINGERING or phase is CLOSED:
+                return
+        events = self.http.feed(data)
+        if self.pending or phase is HANDLING or phase is STREAMING:
+            self._queue(events)
+            return
+        if len(events) == 1:
+            event = events[0]
+            if event.__class__ is Request:
+                self._handle(event)
+            else:
+                self._dispatch(event)
+        elif events:
+            self.out = []
+            self.pending.extend(events)
+            self._drain_pending()
+            self._flush()
+        if self.phase is WAITING and self.http.in_body:
+            self._start_receiving()
+
+    def _queue(self, events: list) -> None:
+        """Requests that arrive while one is in progress wait their turn (pipelining)."""
+        self.pending.extend(events)
+        if len(self.pending) > PIPELINE_PAUSE and not self.paused:
+            self.paused = True
+            if not self.write_paused:
+                self.transport.pause_reading()
+
+    def _start_receiving(self) -> None:
+        """Headers complete, body still to come: the processing limit starts now."""
+        self._enter(RECEIVING, self.loop.time() + self.app.processing_limit)
+        self.head_at = perf_counter()
+
+    def pause_writing(self) -> None:
+        """The peer reads slower than we answer: stop reading its requests until it catches up."""
+        self.write_paused = True
+        if not self.paused:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if not self.paused and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def eof_received(self) -> bool:
+        phase = self.phase
+        if phase is UPGRADED:
+            self._ws_send(*self.ws.receive_eof())
+            return True
+        if self.pending or phase is HANDLING or phase is STREAMING:
+            self.closing = True  # answer what was asked, then close
+            return True
+        return False
+
+    def deadline_passed(self, now: float) -> None:
+        phase = self.phase
+        if phase is HANDLING:
+            self._timed_out()
+        elif phase is RECEIVING:
+            self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
+        elif phase is WAITING or phase is LINGERING:
+            self._close()
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _drain_pending(self) -> None:
+        pending = self.pending
+        while pending and (self.phase is WAITING or self.phase is RECEIVING):
+            self._dispatch(pending.popleft())
+        if self.paused and not pending:
+            self.paused = False
+            if not self.write_paused:
+                self.transport.resume_reading()
+
+    def _dispatch(self, event) -> None:
+        if event.__class__ is Request:
+            self._handle(event)
+        elif event.__class__ is Continue:
+            self._continue(event)
+        else:
+            self._reject(event)
+
+    def _continue(self, ask: Continue) -> None:
+        """`100 Continue` only for a body the route will take; otherwise its final answer now."""
+        found = self.app.router.resolve(ask.method, ask.path)
+        refusal = found if found.__class__ is Refusal else found[0].body_refusal(ask.content_type)
+        if refusal is None:
+            return self._write(responses.CONTINUE)
+        # the body was never asked for: answer and close rather than read it
+        self._reject(Reject(refusal.status, refusal.reason, ask.method, ask.target),
+                     extra=refusal.extra)
+
+    def _handle(self, req: Request) -> None:
+        """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
+        req.started = self.head_at if self.phase is RECEIVING else perf_counter()
+        found = self.app.router.resolve(req.method, req.path)
+        if found.__class__ is Refusal:
+            return self._finish(req, found.status, JSON, found.body, found.extra)
+        route, captures = found
+        if route.fixed is not None:  # /health: bytes rendered once per second
+            keep = self._keeps_alive(req)
+            return self._send(req, 200, keep, route.fixed.render(keep, req.method != "HEAD"))
+        kind = route.result
+        if kind is _STREAM:
+            return self._stream(req, route)
+        if kind is _WEBSOCKET:
+            return self._upgrade(req)
+        if route.params:
+            try:
+                args = route.bind(captures, req.query, req.body, req.content_type, self.app.db)
+            except BindError as exc:
+                return self._finish(req, exc.status, JSON, error_body(exc.reason))
+        else:
+            args = ()
+        if not route.is_async or route.never_suspends:
+            try:
+                outcome = route.handler(*args)
+                if route.is_async:
+                    outcome = eager.run_to_end(outcome)
+            except Exception as exc:
+                return self._fault(req, exc)
+            return self._answer(req, route, outcome)
+        self._start(req, route, args)
+
+    def _start(self, req: Request, route: CompiledRoute, args) -> None:
+        """A handler that may await: run its first step now, with the request deadline set."""
+        if self.phase is RECEIVING:
+            deadline = self.deadline
+        else:
+            deadline = self.loop.time() + self.app.processing_limit
+        token = _deadline_var.set(deadline)
+        try:
+            finished, outcome = eager.start(self.loop, route.handler(*args))
+        except Exception as exc:
+            return self._fault(req, exc)
+        finally:
+            _deadline_var.reset(token)
+        if finished:
+            return self._answer(req, route, outcome)
+        # It awaits something: its Task answers when done, or the sweep at the limit.
+        self._enter(HANDLING, deadline)
+        self.current = (req, route)
+        self.task = outcome
+        outcome.add_done_callback(self._handler_done)
+
+    def _handler_done(self, task: asyncio.Task) -> None:
+        if task is not self.task:  # timed out or connection gone: nobody waits for it
+            if not task.cancelled():
+                task.exception()  # retrieved, so asyncio does not complain about it
+            return
+        self.task = None
+        req, route = self.current
+        self.current = None
+        if task.cancelled():
+            self._fault(req, asyncio.CancelledError("handler cancelled"))
+        elif task.exception() is not None:
+            self._fault(req, task.exception())
+        else:
+            self._answer(req, route, task.result())
+        self._after_async()
+
+    def _timed_out(self) -> None:
+        task, self.task = self.task, None
+        req, _route = self.current
+        self.current = None
+        if task is not None:
+            task.cancel()
+        self._finish(req, 504, JSON, responses.TIMED_OUT)
+        self._after_async()
+
+    def _after_async(self) -> None:
+        """A response finished outside data_received: carry on with queued requests."""
+        if self.transport.is_closing():
+            return
+        self._drain_pending()
+        if self.phase is WAITING and self.http.in_body:
+            self._start_receiving()
+
+    def _answer(self, req: Request, route: CompiledRoute, value) -> None:
+        if route.result is _JSON and value.__class__ is not SvcError:  # the common case
+            try:
+                body = encode_result(value, route.floats)
+            except Exception as exc:
+                return self._fault(req, exc)
+            return self._finish(req, 200, JSON, body)
+        try:
+            status, ctype, body, detail = responses.result_for(route.result, value, route.floats)
+        except Exception as exc:
+            return self._fault(req, exc)
+        if detail is not None:
+            self.app.log.error(f"{_named(req)}: {detail}")
+        self._finish(req, status, ctype, body)
+
+    def _fault(self, req: Request, exc: BaseException) -> None:
+        """A raised exception: the traceback and target go to the log, the client gets 500."""
+        trace = "".join(traceback.format_exception(exc))
+        if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
+            self.app.log.error(f"{_named(req)}: request timed out\n{trace}")
+            return self._finish(req, 504, JSON, responses.TIMED_OUT)
+        self.app.log.error(f"{_named(req)}: internal error\n{trace}")
+        self._finish(req, 500, JSON, responses.INTERNAL)
+
+    # --- answers -----------------------------------------------------------------------------
+
+    def _finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
+        keep = self._keeps_alive(req)
+        self._send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
+
+    def _send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
+        """Write a rendered response, log it, and wait for the next request or close."""
+        self._write(data)
+        log = self.app.log
+        if not log.quiet:
+            log.access(req.method, req.target, status, req.started)
+        self._after_response(keep)
+
+    def _after_response(self, keep: bool) -> None:
+        if keep:
+            self._enter(WAITING, self.loop.time() + self.app.wait)
+        else:
+            self._linger()
+
+    def _reject(self, reject: Reject, started: float | None = None, extra: bytes = b"") -> None:
+        """A request refused before its body was read: answer and close (the body is unread)."""
+        self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
+        self.app.log.access(reject.method, reject.target, reject.status,
+                            perf_counter() if started is None else started)
+        self._linger()
+
+    def _write(self, data: bytes) -> None:
+        out = self.out
+        if out is None:
+            self.transport.write(data)
+        else:
+            out.append(data)
+
+    def _flush(self) -> None:
+        out, self.out = self.out, None
+        if out:
+            self.transport.write(b"".join(out))
+
+    # --- closing -----------------------------------------------------------------------------
+
+    def _linger(self) -> None:
+        """Close our side after the response; read and drop what the peer still sends.
+
+        Closing a socket with unread input makes the kernel send a reset, which can destroy
+        the response before the client reads it (a 413 for an unread body, for instance).
+        """
+        if self.app.shutting_down:
+            self._refuse_queued()
+        self._flush()
+        self.pending.clear()
+        transport = self.transport
+        if not transport.can_write_eof():
+            return self._close()
+        transport.write_eof()
+        self._enter(LINGERING, self.loop.time() + self._linger_seconds())
+        if self.paused or self.write_paused:  # drain what the peer still sends
+            self.paused = self.write_paused = False
+            transport.resume_reading()
+
+    def _linger_seconds(self) -> float:
+        return SHUTDOWN_LINGER_SECONDS if self.app.shutting_down else LINGER_SECONDS
+
+    def _close(self) -> None:
+        self._enter(CLOSED, 0.0)
+        self.transport.close()
+
+    def _refuse_queued(self) -> None:
+        """At shutdown, pipelined requests that had not started are answered 503."""
+        for event in self.pending:
+            if event.__class__ is Request:
+                event.started = perf_counter()
+                self._write(render(503, JSON, SHUTTING_DOWN, False, b"", event.method != "HEAD"))
+                self.app.log.access(event.method, event.target, 503, event.started)
+
+    def shutdown(self) -> None:
+        """Stop after what is in flight: idle connections close now, busy ones after answering,
+        lingering ones after a short drain, WebSocket sessions with close code 1001."""
+        self.closing = True
+        phase = self.phase
+        if phase is UPGRADED:
+            self._ws_send(*self.ws.close())
+        elif phase is WAITING and not self.pending:
+            self._close()
+        elif phase is LINGERING:
+            self._enter(LINGERING, min(self.deadline, self.loop.time() + SHUTDOWN_LINGER_SECONDS))
+
+    # --- /stream and /ws ---------------------------------------------------------------------
+
+    def _stream(self, req: Request, route: CompiledRoute) -> None:
+        keep = self._keeps_alive(req)
+        self._write(responses.head(200, TEXT, None, keep, builtin_routes.STREAM_HEAD_EXTRA))
+        if req.method == "HEAD":
+            self.app.log.access(req.method, req.target, 200, req.started)
+            return self._after_response(keep)
+        self._flush()
+        self._enter(STREAMING, 0.0)
+        self.current = (req, route)
+        task = self.task = self.loop.create_task(route.handler(self.transport.write))
+        task.add_done_callback(self._stream_done)
+
+    def _stream_done(self, task: asyncio.Task) -> None:
+        if task is not self.task:
+            return
+        self.task = None
+        req, _route = self.current
+        self.current = None
+        self.app.log.access(req.method, req.target, 200, req.started)
+        self._after_response(self._keeps_alive(req))
+        self._after_async()
+
+    def _upgrade(self, req: Request) -> None:
+        if req.method != "GET" or not req.upgrade or self.closing:
+            return self._finish(req, 426, JSON, error_body("WebSocket upgrade required"),
+                                b"Upgrade: websocket\r\n")
+        has_body = req.header(b"content-length") not in (None, b"0")
+        if has_body or req.header(b"transfer-encoding") is not None:
+            # its body would be read as WebSocket frames
+            return self._finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+        session = EchoSession()
+        status, reason, extra = session.handshake(req.path, req.headers)
+        if status != 101:
+            return self._finish(req, status, JSON, error_body(reason), extra)
+        self._flush()
+        self.app.log.access(req.method, req.target, 101, req.started)
+        self.ws = session
+        self._enter(UPGRADED, 0.0)
+        self._ws_send(*session.outgoing())
+        leftover = self.http.take_upgrade_data()
+        if leftover:
+            self._ws_send(*session.receive(leftover))
+
+    def _ws_send(self, chunks: list[bytes], done: bool) -> None:
+        transport = self.transport
+        if transport.is_closing():
+            return
+        if chunks:
+            transport.writelines(chunks) if len(chunks) > 1 else transport.write(chunks[0])
+        if done:
+            self.ws = None
+            self._linger()
+
+
+def _named(req: Request) -> str:
+    """`GET /users/7?x=1`: a request as the log names it."""
+    return f"{req.method} {req.target.decode('latin-1')}"
