@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from svc.compiler import checker, codegen, syntax
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.imports import load_modules, read_source
+from svc.compiler.imports import Overlay, load_modules, read_source
 from svc.compiler.program import CheckedProgram
 from svc.compiler.routes import build_routes
 from svc.compiler.source import SourceFile
@@ -58,6 +58,9 @@ class Failed:
 
     diagnostics: list[Diagnostic]
     sources: dict[str, SourceFile]
+    # When the check step ran: the program as far as it could be checked (an editor still
+    # offers hover and go to definition in a file with type errors).
+    program: CheckedProgram | None = None
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,9 @@ class Compiled:
     project_dir: str | None
 
 
-def check(target: Target) -> Checked | Failed:
-    """Read, follow imports, parse, check and build the route table."""
+def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
+    """Read, follow imports, parse, check and build the route table. `overlay` gives texts
+    that stand in for files on disk (a language server's open documents)."""
     sources: dict[str, SourceFile] = {}
     entry, project_dir = target.file, None
     if target.project is not None:
@@ -88,13 +92,13 @@ def check(target: Target) -> Checked | Failed:
             return Failed(diagnostics, sources)
         entry, project_dir = project.entry, os.path.normpath(target.project)
     assert entry is not None, "a Target names a file or a project"
-    modules, module_sources, diagnostics = load_modules(entry)
+    modules, module_sources, diagnostics = load_modules(entry, overlay)
     sources.update(module_sources)
     if diagnostics:
         return Failed(diagnostics, sources)
     program, diagnostics = check_modules(modules, modules[-1].path)
     if diagnostics:
-        return Failed(diagnostics, sources)
+        return Failed(diagnostics, sources, program)
     return Checked(program, sources, project_dir)
 
 

@@ -102,6 +102,7 @@ class BodyChecker(CallChecker):
             if known is not None:
                 s.declares = False
                 target.ref, target.type = "local", known
+                self.refer_local(target.id, target.span)
                 self.expect(s.value, known, f"variable '{target.id}': ")
                 return
             t = self.expr(s.value)

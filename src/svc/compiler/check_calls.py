@@ -62,9 +62,12 @@ class CallChecker(ExpressionChecker):
         local = self.lookup(name)
         if local is not None:
             func.ref, func.type = "local", local
+            self.refer_local(name, func.span)
             self.error(f"'{name}' is a variable of type {fmt(local)}, not a function", func.span)
             return self.skip_args(call)
         d = self.checker.lookup(name, self.file)
+        if d is not None:
+            self.checker.refer(func.span, d.decl.name_span)
         if d is not None and d.kind == "class":
             func.ref = "class"
             return self.construct(call, name)
@@ -286,6 +289,7 @@ class CallChecker(ExpressionChecker):
             self.error("include_text needs a string literal naming a file", arg.span)
             return STR
         path = os.path.join(os.path.dirname(self.file), arg.value)
+        self.checker.program.included_files.append(path)
         try:
             with open(path, encoding="utf-8", newline="") as f:  # the text as is, CRLF kept
                 call.embedded_text = f.read()

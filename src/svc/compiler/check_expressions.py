@@ -70,6 +70,11 @@ class ExpressionChecker:
         self.loops = 0
         for name, t in fn.params:
             self.scopes[0][name] = t
+        # Where each variable was declared, for `checker.refer`: variables never shadow one
+        # another, so the latest declaration of a name in scope is the one a use means.
+        self.declared_at: dict[str, Span] = {
+            p.name: Span(p.span.file, p.span.line, p.span.col, p.span.line,
+                         p.span.col + len(p.name)) for p in fn.decl.params}
 
     def error(self, message: str, span: Span) -> None:
         self.checker.error(message, span)
@@ -88,6 +93,12 @@ class ExpressionChecker:
             self.error(f"variable '{name}' is already declared in this function", span)
             return
         self.scopes[-1][name] = t
+        self.declared_at[name] = span
+
+    def refer_local(self, name: str, use: Span) -> None:
+        """Record a use of the variable `name` (for editors: go to definition)."""
+        if name in self.declared_at:
+            self.checker.refer(use, self.declared_at[name])
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -130,6 +141,7 @@ class ExpressionChecker:
         t = self.lookup(e.id)
         if t is not None:
             e.ref = "local"
+            self.refer_local(e.id, e.span)
             return t
         d = self.checker.lookup(e.id, self.file)
         if d is not None:
@@ -160,6 +172,9 @@ class ExpressionChecker:
             info = self.checker.program.classes.get(t.name)
             for name, ft in info.fields if info else ():
                 if name == e.attr:
+                    at = next(f.span for f in info.decl.fields if f.name == name)
+                    self.checker.refer(span, Span(at.file, at.line, at.col, at.line,
+                                                  at.col + len(name)))
                     return ft
             hint = self.checker.suggest(e.attr, [n for n, _ in info.fields] if info else [])
             self.error(f"unknown field '{e.attr}' in class {t.name}{hint}", span)

@@ -68,6 +68,11 @@ class Checker:
     def error(self, message: str, span: Span) -> None:
         self.diagnostics.append(Diagnostic(message, span))
 
+    def refer(self, use: Span, definition: Span) -> None:
+        """Record that the name at `use` refers to the one defined at `definition` (for
+        editors: go to definition)."""
+        self.program.references[use] = definition
+
     def run(self) -> None:
         for module in self.modules:
             self.collect(module)
@@ -122,6 +127,8 @@ class Checker:
             for name, span in zip(item.names, spans):
                 if name in theirs:
                     names.add(name)
+                    if name in self.definitions:
+                        self.refer(span, self.definitions[name].decl.name_span)
                 else:
                     hint = self.suggest(name, theirs)
                     self.error(f"'{name}' is not defined in {item.path}{hint}", span)
@@ -168,6 +175,7 @@ class Checker:
             return UNKNOWN
         d = self.lookup(name, file)
         if d is not None and d.kind == "class":
+            self.refer(texpr.span, d.decl.name_span)
             return ClassRef(name)
         if d is not None:
             self.error(f"'{name}' is a function, not a type", texpr.span)

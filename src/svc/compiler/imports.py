@@ -13,6 +13,7 @@ one.
 from __future__ import annotations
 
 import os
+from typing import Mapping
 
 from svc.compiler import syntax
 from svc.compiler.diagnostics import Diagnostic
@@ -20,11 +21,21 @@ from svc.compiler.parser import parse
 from svc.compiler.source import SourceFile, Span
 
 
-def read_source(path: str, at: Span | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
-    """Read and decode one file. Problems are reported at `at` (an import's string), or at
-    the file itself; invalid UTF-8 is reported at the first bad byte. A file that is not
-    UTF-8 comes back with its diagnostic and a copy decoded with U+FFFD in place of the bad
-    bytes: that copy is only for showing the line under the caret, never for parsing."""
+#: Texts that stand in for files on disk, by real path (`os.path.realpath`): an editor's
+#: unsaved documents, so a language server checks what the user sees.
+Overlay = Mapping[str, str]
+
+
+def read_source(path: str, at: Span | None = None,
+                overlay: Overlay | None = None) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Read and decode one file (or take its text from `overlay`). Problems are reported at
+    `at` (an import's string), or at the file itself; invalid UTF-8 is reported at the first
+    bad byte. A file that is not UTF-8 comes back with its diagnostic and a copy decoded with
+    U+FFFD in place of the bad bytes: that copy is only for showing the line under the caret,
+    never for parsing."""
+    if overlay and os.path.realpath(path) in overlay:
+        text = overlay[os.path.realpath(path)]
+        return SourceFile(path, text[1:] if text.startswith("\ufeff") else text), []
     where = at or Span(path, 1, 1, 1, 1)
     if os.path.isdir(path):
         return None, [Diagnostic(f"'{path}' is a directory, not a .svc file", where)]
@@ -54,22 +65,23 @@ def _invalid_utf8(path: str, data: bytes, offset: int) -> Diagnostic:
                       Span(path, line, col, line, col + 1))
 
 
-def load_modules(entry: str) -> tuple[list[syntax.Module], dict[str, SourceFile],
-                                      list[Diagnostic]]:
+def load_modules(entry: str, overlay: Overlay | None = None) -> tuple[
+        list[syntax.Module], dict[str, SourceFile], list[Diagnostic]]:
     """Load and parse `entry` and, transitively, the files it imports (each once).
 
     Returns the modules in load order (dependencies first, entry last), the sources by path
     (for rendering diagnostics) and all diagnostics. An import cycle is reported at the import
     that closes it; a missing file at the import's string."""
-    loader = _Loader()
-    source, diagnostics = read_source(os.path.normpath(entry))
+    loader = _Loader(overlay)
+    source, diagnostics = read_source(os.path.normpath(entry), overlay=overlay)
     if loader.readable(source, diagnostics):
         loader.load(source, [])
     return loader.modules, loader.sources, diagnostics + loader.diagnostics
 
 
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, overlay: Overlay | None) -> None:
+        self.overlay = overlay
         self.modules: list[syntax.Module] = []
         self.sources: dict[str, SourceFile] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -113,7 +125,7 @@ class _Loader:
         if real in self.loaded:
             item.resolved_path = self.loaded[real]
             return
-        source, diagnostics = read_source(path, at=self._string_span(item, importer))
+        source, diagnostics = read_source(path, self._string_span(item, importer), self.overlay)
         if not self.readable(source, diagnostics):
             self.diagnostics += [self._missing(d, item, path) for d in diagnostics]
             return

@@ -50,3 +50,8 @@ class CheckedProgram:
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     routes: list[RouteInfo] = field(default_factory=list)
     main: Optional[FunctionInfo] = None
+    # For editors: each name use's span -> the span of the name it refers to (a local,
+    # parameter, function, class, field or imported name), recorded by the checker as it
+    # resolves names; and the files `include_text` read (what `svcc run --watch` watches).
+    references: dict[Span, Span] = field(default_factory=dict)
+    included_files: list[str] = field(default_factory=list)
