@@ -11,8 +11,11 @@ tests/docs/doc_samples.py say what more a sample promises, in short:
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from svc.compiler.builtins import BUILTINS, RANGE
 from tests.docs.doc_samples import REPO, check, run, samples, serve_and_ask
 
 PAGES = sorted((REPO / "docs" / "reference").glob("*.md"))
@@ -59,3 +62,14 @@ def test_sample_prints_what_the_page_shows(tmp_path, sample):
 @pytest.mark.parametrize("sample", SERVING, ids=_ids(SERVING))
 def test_sample_answers_as_the_page_says(tmp_path, sample):
     serve_and_ask(tmp_path, sample)
+
+
+def test_every_builtin_the_compiler_knows_is_in_the_reference():
+    """The overview table of builtins.md lists exactly the compiler's builtins (and `range`):
+    a builtin added without its reference entry, or one removed, fails here."""
+    page = (REPO / "docs" / "reference" / "builtins.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| [")]
+    listed = {name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[2])}
+    assert listed == set(BUILTINS) | {RANGE}
+    for name in listed:  # each with its signature, as `name(`, `async name(` or `name[T](`
+        assert re.search(rf"`(async )?{name}(\[T\])?\(", page), name
