@@ -55,3 +55,28 @@ def test_route_table_uses_the_twin_and_svc_callers_still_await(tmp_path):
         coro.send(None)
     except StopIteration as done:
         assert done.value.id == 1
+
+
+def test_the_route_table_is_the_contract_s_description_and_serve_comes_from_the_server(tmp_path):
+    from svc.contract import ParamSource, ResultKind, Route
+    path = tmp_path / "app.svc"
+    path.write_text(textwrap.dedent(SOURCE) + textwrap.dedent('''
+        @get("/users/{id}")
+        async def user(id: i64, verbose: bool?) -> Result[User?, Error]:
+            return ok(None)
+
+        async def serving() -> Result[unit, Error]:
+            return await serve(try await db_open(":memory:"), 0)
+    '''))
+    checked = check(Target(file=str(path)))
+    assert isinstance(checked, Checked), checked
+    text = ast.unparse(generate(checked)[-1][1])
+    assert "from svc.runtime import server as _svc_server" in text
+    assert "_svc_server.serve(" in text
+    compiled = compile(Target(file=str(path)))
+    assert isinstance(compiled, Compiled), compiled
+    routes = {route.path: route for route in load_namespace(compiled.code)["_svc_ROUTES"]}
+    user = routes["/users/{id}"]
+    assert type(user) is Route and user.result is ResultKind.JSON_OPTIONAL
+    assert [(p.name, p.source, p.type, p.optional) for p in user.params] == [
+        ("id", ParamSource.PATH, "i64", False), ("verbose", ParamSource.QUERY, "bool", True)]

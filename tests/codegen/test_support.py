@@ -143,3 +143,16 @@ def test_checked_add_and_mul_match_exact_arithmetic(a, b):
         else:
             with pytest.raises(s.SvcFault):
                 op(a, b)
+
+
+def test_support_imports_nothing_of_the_server():
+    """Generated code calls support; the server is reached only through `serve`, which
+    generated code takes from svc.runtime.server itself."""
+    import ast
+    import inspect
+    tree = ast.parse(inspect.getsource(s))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names}
+    assert not {name for name in imported if name and name.startswith("svc.runtime")}
+    assert not hasattr(s, "serve") and not hasattr(s, "Watchdog")

@@ -141,3 +141,19 @@ def test_route_table_is_linear_in_routes() -> None:
     start = time.perf_counter()
     assert check_conflicts(routes) == []
     assert time.perf_counter() - start < 0.5
+
+
+@pytest.mark.parametrize("returns, floats", [
+    (ResultOf(F64), True), (ResultOf(Opt(ListOf(F64))), True), (ResultOf(ClassRef("Point")), True),
+    (ResultOf(ClassRef("Task")), False), (ResultOf(ClassRef("Node")), False),  # recursive: ends
+    (ResultOf(ListOf(I64)), False), (ResultOf(HTML), False),
+])
+def test_floats_marks_results_that_can_hold_an_f64(returns, floats) -> None:
+    classes = {**CLASSES, "Point": [F64, F64]}
+    assert holds_f64(returns, classes.__getitem__) is floats
+
+
+def test_the_route_table_carries_floats() -> None:
+    points = handler("points", [], ResultOf(ListOf(F64)), [("GET", "/points", 3)])
+    [route], _ = build_routes([points], fields)
+    assert route.floats and route.handler == "points" and route.span.line == 3

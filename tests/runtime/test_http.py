@@ -364,8 +364,9 @@ def test_handlers_may_use_task_groups_and_timeouts(server):
 
 
 def test_access_log_line_per_request(server):
-    request(server.port, "GET", "/users/42?secret=1")
-    assert re.search(r"^GET /users/42 200 \d+\.\dms$", server.log(), re.M)
+    """The target as received, query string included (docs/reference/http.md, "Logs")."""
+    request(server.port, "GET", "/users/42?verbose=1&x=%20")
+    assert re.search(r"^GET /users/42\?verbose=1&x=%20 200 \d+\.\dms$", server.log(), re.M)
 
 
 # --- /stream ----------------------------------------------------------------------------------

@@ -191,3 +191,50 @@ def test_plain_asyncio_loop_works_too(tmp_path):
         assert read_frame(client).data == b"on asyncio"
     assert request(srv.port, "POST", "/raw", b"x" * 1_048_577).status == 413
     assert srv.stop() == 0
+
+
+# --- exit time of an idle `svcc run` -----------------------------------------------------------
+
+#: With nothing in flight a server must exit within 0.3 s of SIGTERM; asserted with slack for
+#: a shared CI machine (measured on one: 0.05-0.1 s, most of it the interpreter's own exit).
+IDLE_EXIT_SECONDS = 0.5
+
+
+def _seconds_to_exit_after_sigterm(server) -> float:
+    started = time.monotonic()
+    server.process.send_signal(signal.SIGTERM)
+    status = server.process.wait(10)
+    elapsed = time.monotonic() - started
+    assert status == 0
+    print(f"exit {elapsed:.3f} s after SIGTERM")
+    return elapsed
+
+
+@pytest.mark.parametrize("peers", ["none", "idle keep-alive", "lingering", "websocket"])
+def test_an_idle_svcc_run_exits_promptly_after_sigterm(peers):
+    """`svcc run` with no request in flight: connections that are only open (keep-alive,
+    lingering after `Connection: close`, a WebSocket whose peer never answers the close) do
+    not hold the exit up."""
+    from tests.helpers.svc_process import REPO, start
+
+    server = start([str(REPO / "examples" / "hello" / "hello.svc")])
+    clients = []
+    try:
+        if peers == "idle keep-alive":
+            clients.append(Client(server.port))
+            clients[-1].send(b"GET /greet/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert clients[-1].response().status == 200
+        elif peers == "lingering":
+            clients.append(Client(server.port))
+            clients[-1].send(b"GET /greet/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            assert clients[-1].response().headers["connection"] == "close"
+        elif peers == "websocket":
+            ws = open_ws(server.port)
+            clients.append(ws.__enter__())
+        time.sleep(0.2)
+        assert _seconds_to_exit_after_sigterm(server) < IDLE_EXIT_SECONDS
+    finally:
+        for client in clients:
+            client.close()
+        if server.process.poll() is None:
+            server.stop()

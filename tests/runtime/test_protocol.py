@@ -46,6 +46,13 @@ def test_pipelined_requests_come_out_in_order_however_the_bytes_are_split():
 def test_absolute_form_target():
     [req] = feed_all(b"GET http://example.com/p/q?z=2 HTTP/1.1\r\nHost: example.com\r\n\r\n")
     assert (req.path, req.query) == ("/p/q", b"z=2")
+    assert req.target == b"http://example.com/p/q?z=2"  # the log shows it as received
+
+
+def test_expect_continue_names_the_path_the_router_resolves_and_the_target_as_received():
+    [ask] = HttpConnection().feed(b"POST http://example.com/p?q=1 HTTP/1.1\r\nHost: example.com\r\n"
+                                  b"Content-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+    assert (ask.path, ask.target) == ("/p", b"http://example.com/p?q=1")
 
 
 def test_connection_close_and_http10():

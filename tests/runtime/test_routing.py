@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from svc.contract import Param, ParamSource, ResultKind, Route
-from svc.runtime.routing import (
-    BindError, Match, Refusal, Router, is_json_media_type, parse_query,
-)
+from svc.contract import Param, ParamSource, PathError, ResultKind, Route
+from svc.runtime.routing import BindError, Refusal, Router, is_json_media_type, parse_query
 
 PATH, QUERY = ParamSource.PATH, ParamSource.QUERY
 
@@ -89,3 +88,43 @@ def test_json_media_types():
     assert is_json_media_type(b"application/problem+json")
     assert not is_json_media_type(b"text/json")
     assert not is_json_media_type(b"application/x-www-form-urlencoded")
+
+
+# --- resolve: a match or a refusal --------------------------------------------------------------
+
+
+def test_resolve_a_static_path_to_its_prebuilt_match():
+    router = _router()
+    route, captures = router.resolve("GET", "/t/new")
+    assert route.route.path == "/t/new" and captures == ()
+    assert router.resolve("GET", "/t/new") is router.resolve("GET", "/t/new")  # built once
+
+
+def test_resolve_a_capture_path_and_head_as_get():
+    route, captures = _router().resolve("HEAD", "/t/42")
+    assert route.route.method == "GET" and captures == (b"42",)
+
+
+def test_resolve_refusals():
+    router = _router()
+    missing = router.resolve("GET", "/nope")
+    assert isinstance(missing, Refusal) and (missing.status, missing.extra) == (404, b"")
+    assert missing.body == b'{"error":"not found"}'
+    wrong = router.resolve("POST", "/t/42")
+    assert isinstance(wrong, Refusal) and wrong.status == 405
+    assert wrong.extra == b"Allow: DELETE, GET, HEAD\r\n"
+    assert wrong.body == b'{"error":"method not allowed"}'
+
+
+def test_a_route_that_reads_json_refuses_another_media_type_before_the_body():
+    class Item(msgspec.Struct):
+        n: int
+    router = Router([Route("POST", "/items", _h, (Param("item", ParamSource.BODY, Item),))])
+    route, _ = router.resolve("POST", "/items")
+    assert route.body_refusal(b"text/plain").status == 415
+    assert route.body_refusal(b"application/json") is None and route.body_refusal(None) is None
+
+
+def test_a_malformed_route_path_is_refused_at_startup():
+    with pytest.raises(PathError):
+        Router([Route("GET", "/a b", _h)])

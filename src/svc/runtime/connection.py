@@ -78,7 +78,7 @@ TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
     UPGRADED: frozenset({LINGERING, CLOSED}),
     LINGERING: frozenset({LINGERING, CLOSED}),
-    CLOSED: frozenset({CLOSED}),
+    CLOSED: frozenset(),
 }
 
 
@@ -148,7 +148,8 @@ class Connection(asyncio.Protocol):
         self.app.sweeper.add(self)
 
     def connection_lost(self, exc) -> None:
-        self._enter(CLOSED, 0.0)
+        if self.phase is not CLOSED:  # not closed by us: the peer left, or a write failed
+            self._enter(CLOSED, 0.0)
         self.closing = True
         self.app.forget(self)
         task = self.task

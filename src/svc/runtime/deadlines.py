@@ -36,6 +36,13 @@ class Sweeper:
     def start(self) -> None:
         self._handle = self.loop.call_later(self.tick, self._sweep)
 
+    def restart(self, tick: float) -> None:
+        """Sweep every `tick` seconds from now on. At shutdown the deadlines left are short
+        (lingering closes), and the process exit waits on them, not on a 0.1 s tick."""
+        self.stop()
+        self.tick = tick
+        self.start()
+
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()

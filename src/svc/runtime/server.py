@@ -27,6 +27,8 @@ WAIT_VARIABLE = "SVC_HTTP_REQUEST_WAIT_SECONDS"
 #: Requests in flight at shutdown get their processing limit and a little more; then the
 #: connections still open are cut.
 SHUTDOWN_GRACE = PROCESSING_LIMIT + 0.5
+#: Seconds between deadline sweeps while shutting down.
+SHUTDOWN_TICK = 0.02
 
 
 async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
@@ -120,6 +122,7 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
     app.shutting_down = True
     if server is not None:
         server.close()
+    app.sweeper.restart(SHUTDOWN_TICK)
     for conn in list(app.connections):
         conn.shutdown()
     if app.connections:
