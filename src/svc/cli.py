@@ -47,7 +47,23 @@ def build_parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="build one self-contained executable")
     _add_target(build)
     build.add_argument("-o", "--output", metavar="OUT", required=True, help="executable to write")
+
+    test = commands.add_parser("test", help="run the test_* functions of the *_test.svc files")
+    _add_target(test)
+    test.add_argument("--timeout", metavar="SECONDS", type=_positive_seconds, default=10.0,
+                      help="time limit of each test (default 10)")
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    """A time limit: a finite number of seconds above zero (else argparse's usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got '{text}'")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,8 +210,18 @@ def _build(args: Any) -> int:
     return 0
 
 
+# --- svcc test --------------------------------------------------------------------------------
+
+def test_command(args: Any) -> int:
+    """`svcc test FILE|--project DIR [--timeout SECONDS]`: 0 all passed, 1 a test failed or the
+    program or its tests have errors, 2 FILE is a test file."""
+    from svc.tools import test_runner
+
+    return test_runner.test_command(args.file, args.project, args.timeout)
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
-    "check": check_command, "run": run_command, "build": build_command}
+    "check": check_command, "run": run_command, "build": build_command, "test": test_command}
 
 
 if __name__ == "__main__":

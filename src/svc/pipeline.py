@@ -38,6 +38,8 @@ class Target:
 
     file: str | None = None
     project: str | None = None
+    # `svcc test`: test files compiled with the program, after it (never by run or build).
+    tests: tuple[str, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -92,11 +94,11 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
             return Failed(diagnostics, sources)
         entry, project_dir = project.entry, os.path.normpath(target.project)
     assert entry is not None, "a Target names a file or a project"
-    modules, module_sources, diagnostics = load_modules(entry, overlay)
+    modules, module_sources, diagnostics = load_modules(entry, overlay, target.tests)
     sources.update(module_sources)
     if diagnostics:
         return Failed(diagnostics, sources)
-    program, diagnostics = check_modules(modules, modules[-1].path)
+    program, diagnostics = check_modules(modules, os.path.normpath(entry))
     if diagnostics:
         return Failed(diagnostics, sources, program)
     return Checked(program, sources, project_dir)
@@ -108,6 +110,12 @@ def compile(target: Target) -> Compiled | Failed:
     checked = check(target)
     if isinstance(checked, Failed):
         return checked
+    return compile_checked(checked)
+
+
+def compile_checked(checked: Checked) -> Compiled:
+    """The generate and compile steps of `compile`, for a command that looks at the checked
+    program first (`svcc test` checks the test functions' signatures)."""
     code = [(path, builtins.compile(module, filename=path, mode="exec"))
             for path, module in generate(checked)]
     return Compiled(checked.program, code, checked.project_dir)
@@ -115,7 +123,8 @@ def compile(target: Target) -> Compiled | Failed:
 
 def check_modules(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram,
                                                                       list[Diagnostic]]:
-    """The check and routes steps over parsed modules (load order, `entry` last). Route rules
+    """The check and routes steps over parsed modules (load order: `entry` last, or followed
+    only by test files and what they alone import). Route rules
     are checked even when a body has errors, so both kinds are reported in one run."""
     program, diagnostics = checker.check(modules, entry)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from svc.compiler.types import DB, ERROR, F64, HTML, I32, I64, STR, UNIT, ResultOf, Type
+from svc.compiler.types import BOOL, DB, ERROR, F64, HTML, I32, I64, STR, UNIT, ResultOf, Type
 
 # Parameter kinds: an argument must be ...
 INTEGER_OR_FLOAT = "number"  # i64, i32 or f64
@@ -25,6 +25,7 @@ TEXT = "text"  # str, bytes or view[bytes] (`json_decode`)
 DB_ARG = "db_arg"  # scalar or T? of a scalar, or view[bytes]: a SQL argument
 LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
 OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
+SAME_AS_FIRST = "same_as_first"  # a value of the first argument's type (`assert_eq`)
 
 Kind = str
 ParamSpec = Union[Type, Kind]
@@ -81,6 +82,9 @@ BUILTINS: dict[str, Builtin] = dict(
         _b("fail", (ERROR,), FROM_CONTEXT),
         _b("error_kind", (ERROR,), STR),
         _b("error_message", (ERROR,), STR),
+        # tests (`svcc test`)
+        _b("assert_true", (BOOL,), UNIT),
+        _b("assert_eq", (ANY, SAME_AS_FIRST), UNIT),
         # HTML
         _b("html", (STR,), HTML),
         _b("include_text", (LITERAL_PATH,), STR),

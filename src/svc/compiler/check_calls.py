@@ -258,6 +258,8 @@ class CallChecker(ExpressionChecker):
         if spec == B.ELEMENT:
             lst = earlier[0] if earlier else UNKNOWN
             return self.expect(arg, lst.elem if isinstance(lst, ListOf) else UNKNOWN, what)
+        if spec == B.SAME_AS_FIRST:
+            return self.expect(arg, earlier[0] if earlier else UNKNOWN, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
         t = self.expr(arg, None)

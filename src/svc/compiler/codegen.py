@@ -550,6 +550,9 @@ class _ModuleGen:
             return _call(self.runtime("db", name), [self.type_value(e.type_arg_types[0])] + args)
         if name in _CONCURRENCY_CALLS:
             return _call(self.runtime("concurrency", name), args)
+        if name in ("assert_true", "assert_eq"):  # a failure names the assertion's own line
+            where = ast.Constant(f"{e.span.file}:{e.span.line}")
+            return _call(self.runtime("assertions", name), args + [where])
         if name in _SUPPORT_CALLS:
             return _call(self.rt(_SUPPORT_CALLS[name]), args)
         raise CodegenError(f"unknown builtin {name!r}")

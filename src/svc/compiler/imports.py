@@ -65,18 +65,30 @@ def _invalid_utf8(path: str, data: bytes, offset: int) -> Diagnostic:
                       Span(path, line, col, line, col + 1))
 
 
-def load_modules(entry: str, overlay: Overlay | None = None) -> tuple[
-        list[syntax.Module], dict[str, SourceFile], list[Diagnostic]]:
+#: How a test file's name ends (`svcc test`); a program's own files may not import one.
+TEST_SUFFIX = "_test.svc"
+
+
+def load_modules(entry: str, overlay: Overlay | None = None, tests: tuple[str, ...] = ()
+                 ) -> tuple[list[syntax.Module], dict[str, SourceFile], list[Diagnostic]]:
     """Load and parse `entry` and, transitively, the files it imports (each once).
 
     Returns the modules in load order (dependencies first, entry last), the sources by path
     (for rendering diagnostics) and all diagnostics. An import cycle is reported at the import
-    that closes it; a missing file at the import's string."""
+    that closes it; a missing file at the import's string.
+
+    `tests` (for `svcc test`) are more files loaded after the program, with what they import
+    that the program does not: their modules come after the entry's, so a test file may import
+    the entry file, and the program's own files load exactly as they do without tests."""
     loader = _Loader(overlay)
-    source, diagnostics = read_source(os.path.normpath(entry), overlay=overlay)
-    if loader.readable(source, diagnostics):
-        loader.load(source, [])
-    return loader.modules, loader.sources, diagnostics + loader.diagnostics
+    all_diagnostics: list[Diagnostic] = []
+    for path in (entry, *tests):
+        source, diagnostics = read_source(os.path.normpath(path), overlay=overlay)
+        all_diagnostics += diagnostics
+        if (loader.readable(source, diagnostics)
+                and os.path.realpath(source.path) not in loader.loaded):
+            loader.load(source, [])
+    return loader.modules, loader.sources, all_diagnostics + loader.diagnostics
 
 
 class _Loader:
@@ -115,6 +127,11 @@ class _Loader:
                                                item.span))
             return
         path = os.path.normpath(os.path.join(os.path.dirname(importer), item.path))
+        if path.endswith(TEST_SUFFIX) and not importer.endswith(TEST_SUFFIX):
+            self.diagnostics.append(Diagnostic(
+                f"cannot import the test file '{item.path}': test files are compiled only by "
+                "svcc test, and only test files may import them", item.span))
+            return
         real = os.path.realpath(path)
         on_stack = [display for r, display in stack if r == real]
         if on_stack:
