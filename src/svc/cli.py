@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="compile a program and run it")
     _add_target(run)
+    run.add_argument("--watch", action="store_true",
+                     help="restart the server when a file of the program changes")
+
+    commands.add_parser("lsp", help="the svc language server, on stdin/stdout (for editors)")
 
     build = commands.add_parser("build", help="build one self-contained executable")
     _add_target(build)
@@ -101,7 +105,7 @@ def _guarded(args: Any) -> int:
     """The usage check, then the command; a bug of ours is one `error:` line and exit 1,
     never a traceback."""
     try:
-        usage = usage_error(args.file, args.project)
+        usage = usage_error(args.file, args.project) if hasattr(args, "file") else None
         if usage:
             print(f"error: {usage}", file=sys.stderr)
             return 2
@@ -158,6 +162,10 @@ def run_command(args: Any) -> int:
     from svc import pipeline
     from svc.runner import run_program
 
+    if args.watch:
+        from svc.tools.watch import watch_and_serve
+
+        return watch_and_serve(_target(args))
     compiled = pipeline.compile(_target(args))
     if isinstance(compiled, pipeline.Failed):
         _report(compiled)
@@ -210,6 +218,15 @@ def _build(args: Any) -> int:
     return 0
 
 
+# --- svcc lsp ---------------------------------------------------------------------------------
+
+def lsp_command(args: Any) -> int:
+    """`svcc lsp`: the language server on stdin/stdout, until the editor says exit."""
+    from svc.tools.lsp import serve_stdio
+
+    return serve_stdio()
+
+
 # --- svcc test --------------------------------------------------------------------------------
 
 def test_command(args: Any) -> int:
@@ -221,7 +238,7 @@ def test_command(args: Any) -> int:
 
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
-    "check": check_command, "run": run_command, "build": build_command, "test": test_command}
+    "check": check_command, "run": run_command, "build": build_command, "test": test_command, "lsp": lsp_command}
 
 
 if __name__ == "__main__":

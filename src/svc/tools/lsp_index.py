@@ -1,0 +1,353 @@
+"""What an editor asks about a checked program: the node at a position, where a name is
+defined, what to show on hover, what may be completed, the symbols of a file.
+
+Plain functions over the checker's output (`CheckedProgram`: the annotated AST and
+`references`), independent of the Language Server Protocol, so `lsp.py` only translates.
+Positions are 1-based (line, column) in characters, as in `Span`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from svc.compiler import syntax
+from svc.compiler.builtin_docs import DOCS
+from svc.compiler.builtins import BUILTINS, RANGE, TYPE_NAMES
+from svc.compiler.program import CheckedProgram, FunctionInfo
+from svc.compiler.source import Span
+from svc.compiler.types import UNKNOWN, ClassRef, Opt, Type, format_type
+
+KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
+            "in", "return", "break", "continue", "pass", "match", "case", "try", "import",
+            "from", "and", "or", "not", "True", "False", "None")
+
+
+def contains(span: Span, line: int, col: int) -> bool:
+    """Whether (line, col) is inside `span`, its end included (the cursor just after a
+    name still means that name)."""
+    if not span.line <= line <= span.end_line:
+        return False
+    if line == span.line and col < span.col:
+        return False
+    return not (line == span.end_line and col > span.end_col)
+
+
+def _size(span: Span) -> tuple[int, int]:
+    return (span.end_line - span.line, span.end_col - span.col)
+
+
+def module_of(program: CheckedProgram, file: str) -> syntax.Module | None:
+    return next((m for m in program.modules if m.path == file), None)
+
+
+# --- walking the tree ---------------------------------------------------------------------------
+
+def children(node: object) -> Iterator[syntax.Node]:
+    """The syntax nodes directly inside `node` (its fields that are nodes or node lists)."""
+    for f in dataclasses.fields(node):  # type: ignore[arg-type]
+        value = getattr(node, f.name)
+        if isinstance(value, syntax.Node):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, syntax.Node))
+
+
+def walk(node: syntax.Node) -> Iterator[syntax.Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(children(n))
+
+
+def enclosing_item(module: syntax.Module, line: int) -> syntax.Decl | None:
+    """The top-level item whose text holds `line`: from its first line up to the next item
+    (an item's own span covers its header only)."""
+    found = None
+    for item in module.items:
+        if item.span.line <= line:
+            found = item
+        else:
+            break
+    return found
+
+
+def node_at(module: syntax.Module, line: int, col: int) -> syntax.Node | None:
+    """The smallest expression, name or declaration at the position."""
+    item = enclosing_item(module, line)
+    if item is None:
+        return None
+    best: syntax.Node | None = None
+    for node in walk(item):
+        span = _name_span(node) or node.span
+        if contains(span, line, col) and (best is None or _size(span) <= _size(
+                _name_span(best) or best.span)):
+            best = node
+    return best
+
+
+def _name_span(node: syntax.Node) -> Span | None:
+    """For a declaration, the span of its name (what a cursor on it means)."""
+    if isinstance(node, (syntax.FunctionDef, syntax.ClassDef, syntax.Let)):
+        return node.name_span
+    if isinstance(node, syntax.For):
+        return node.var_span
+    if isinstance(node, (syntax.Param, syntax.Field)):
+        s = node.span
+        return Span(s.file, s.line, s.col, s.line, s.col + len(node.name))
+    return None
+
+
+# --- go to definition -------------------------------------------------------------------------
+
+def definition_at(program: CheckedProgram, file: str, line: int, col: int) -> Span | None:
+    """Where the name at the position is defined (the innermost reference that holds it)."""
+    best: tuple[Span, Span] | None = None
+    for use, target in program.references.items():
+        if use.file == file and contains(use, line, col):
+            if best is None or _size(use) < _size(best[0]):
+                best = (use, target)
+    return best[1] if best else None
+
+
+# --- hover -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hover:
+    text: str  # markdown
+    span: Span
+
+
+def function_signature(info: FunctionInfo) -> str:
+    params = ", ".join(f"{n}: {format_type(t)}" for n, t in info.params)
+    prefix = "async def" if info.is_async else "def"
+    return f"{prefix} {info.name}({params}) -> {format_type(info.returns)}"
+
+
+def _routes_text(program: CheckedProgram, name: str) -> str:
+    routes = [r for r in program.routes if r.handler == name]
+    if not routes:
+        decl = program.functions[name].decl if name in program.functions else None
+        return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in (decl.routes if decl else ()))
+    return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in routes)
+
+
+def _code(text: str) -> str:
+    return f"```svc\n{text}\n```"
+
+
+def describe_function(program: CheckedProgram, name: str) -> str | None:
+    info = program.functions.get(name)
+    if info is None:
+        return None
+    return _code(function_signature(info)) + _routes_text(program, name)
+
+
+def describe_class(program: CheckedProgram, name: str) -> str | None:
+    info = program.classes.get(name)
+    if info is None:
+        return None
+    fields = "".join(f"\n    {n}: {format_type(t)}" for n, t in info.fields)
+    return _code(f"class {name}:{fields}")
+
+
+def describe_builtin(name: str) -> str | None:
+    doc = DOCS.get(name)
+    if doc is None:
+        return None
+    return f"{_code(doc.signature)}\n\n{doc.summary}"
+
+
+def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover | None:
+    module = module_of(program, file)
+    node = node_at(module, line, col) if module else None
+    if node is None:
+        return None
+    span = _name_span(node) or node.span
+    text = _hover_text(program, node)
+    return Hover(text, span) if text else None
+
+
+def _hover_text(program: CheckedProgram, node: syntax.Node) -> str | None:
+    if isinstance(node, syntax.FunctionDef):
+        return describe_function(program, node.name)
+    if isinstance(node, syntax.ClassDef):
+        return describe_class(program, node.name)
+    if isinstance(node, syntax.Let):
+        return _code(f"{node.name}: {_type_text(node.declared_type)}")
+    if isinstance(node, syntax.Param):
+        return _code(f"{node.name}: {_written(node.annotation)}")
+    if isinstance(node, syntax.Field):
+        return _code(f"{node.name}: {_written(node.annotation)}")
+    if isinstance(node, syntax.NamedType):
+        return describe_class(program, node.name) or _code(_written(node))
+    if isinstance(node, syntax.Name):
+        if node.ref == "function":
+            return describe_function(program, node.id)
+        if node.ref == "class":
+            return describe_class(program, node.id)
+        if node.ref == "builtin" or (node.ref is None and node.id in DOCS):
+            return describe_builtin(node.id)
+        return _code(f"{node.id}: {_type_text(node.type)}")
+    if isinstance(node, syntax.Attribute):
+        return _code(f".{node.attr}: {_type_text(node.type)}")
+    if isinstance(node, syntax.Expr):
+        return _code(_type_text(node.type))
+    return None
+
+
+def _type_text(t: Type | None) -> str:
+    return "unknown" if t is None or t == UNKNOWN else format_type(t)
+
+
+def _written(texpr: syntax.TypeExpr) -> str:
+    if isinstance(texpr, syntax.OptionalType):
+        return _written(texpr.inner) + "?"
+    if not texpr.args:
+        return texpr.name
+    return f"{texpr.name}[{', '.join(_written(a) for a in texpr.args)}]"
+
+
+# --- completion --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Completion:
+    label: str
+    kind: str  # "variable", "function", "class", "builtin", "type", "keyword", "field"
+    detail: str
+
+
+_MEMBER = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\.[A-Za-z_0-9]*$")
+
+
+def completions_at(program: CheckedProgram | None, file: str, line: int, col: int,
+                   line_text: str) -> list[Completion]:
+    """After `name.`: the fields of name's class. Otherwise every name usable here: the
+    variables in scope, the program's functions and classes the file sees, the builtins,
+    the type names and the keywords. `program` may be older than `line_text` (the last
+    version that parsed), so the scope is found by line."""
+    member = _MEMBER.search(line_text[:col - 1])
+    if member:
+        return _fields_of(program, file, line, member.group(1)) if program else []
+    items: list[Completion] = []
+    if program is not None:
+        items += _locals_in_scope(program, file, line)
+        items += _top_level(program, file)
+    items += [Completion(n, "builtin", DOCS[n].signature if n in DOCS else n)
+              for n in [*BUILTINS, RANGE]]
+    items += [Completion(n, "type", "type") for n in sorted(TYPE_NAMES)]
+    items += [Completion(k, "keyword", "keyword") for k in KEYWORDS]
+    seen: set[str] = set()
+    return [c for c in items if not (c.label in seen or seen.add(c.label))]
+
+
+def _fields_of(program: CheckedProgram, file: str, line: int, name: str) -> list[Completion]:
+    t = _type_of_name(program, file, line, name)
+    if isinstance(t, Opt):
+        t = t.inner
+    if not isinstance(t, ClassRef) or t.name not in program.classes:
+        return []
+    return [Completion(n, "field", format_type(ft)) for n, ft in program.classes[t.name].fields]
+
+
+def _type_of_name(program: CheckedProgram, file: str, line: int, name: str) -> Type | None:
+    """The type of variable `name` in the function holding `line`: its nearest typed use or
+    declaration at or before that line."""
+    for c in _locals_in_scope(program, file, line, everything=True):
+        if c.label == name:
+            return c.type  # type: ignore[attr-defined]
+    return None
+
+
+@dataclass(frozen=True)
+class _Local(Completion):
+    type: Type | None = None
+
+
+def _locals_in_scope(program: CheckedProgram, file: str, line: int,
+                     everything: bool = False) -> list[Completion]:
+    """Parameters, and variables declared before `line` in the enclosing function (all
+    variables of the function when `everything`: to find a name's type)."""
+    module = module_of(program, file)
+    item = enclosing_item(module, line) if module else None
+    if not isinstance(item, syntax.FunctionDef) or item.name not in program.functions:
+        return []
+    info = program.functions[item.name]
+    found = [_Local(n, "variable", format_type(t), t) for n, t in info.params]
+    for node in sorted(walk(item), key=lambda n: (n.span.line, n.span.col)):
+        if node.span.line > line and not everything:
+            break
+        declared = _declared(node)
+        if declared is not None:
+            found.append(_Local(declared[0], "variable", _type_text(declared[1]), declared[1]))
+    return found
+
+
+def _declared(node: syntax.Node) -> tuple[str, Type | None] | None:
+    if isinstance(node, syntax.Let):
+        return node.name, node.declared_type
+    if isinstance(node, syntax.Assign) and node.declares and isinstance(node.target, syntax.Name):
+        return node.target.id, node.target.type
+    if isinstance(node, syntax.For):
+        elem = getattr(node.iter.type, "elem", None)
+        return node.var, (elem if node.iter_kind == "list" else None)
+    return None
+
+
+def _top_level(program: CheckedProgram, file: str) -> list[Completion]:
+    visible = visible_names(program, file)
+    items = [Completion(n, "function", function_signature(i))
+             for n, i in program.functions.items() if n in visible]
+    items += [Completion(n, "class", f"class {n}") for n in program.classes if n in visible]
+    return items
+
+
+def visible_names(program: CheckedProgram, file: str) -> set[str]:
+    """The top-level names `file` may use: its own, and those its imports bring in."""
+    own: dict[str, set[str]] = {}
+    for table in (program.functions, program.classes):
+        for name, info in table.items():
+            own.setdefault(info.file, set()).add(name)
+    names = set(own.get(file, ()))
+    module = module_of(program, file)
+    for item in module.items if module else ():
+        if isinstance(item, syntax.Import) and item.resolved_path in own:
+            theirs = own[item.resolved_path]
+            names |= theirs if item.names is None else theirs & set(item.names)
+    return names
+
+
+# --- document symbols -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    kind: str  # "class", "field", "function", "route"
+    detail: str
+    span: Span  # the whole item
+    name_span: Span
+    children: tuple["Symbol", ...] = ()
+
+
+def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> list[Symbol]:
+    """The classes (with their fields), functions and routes of one file, in file order.
+    Works on a parsed module alone; `program` adds the checked signatures."""
+    found: list[Symbol] = []
+    for item in module.items:
+        if isinstance(item, syntax.ClassDef):
+            fields = tuple(Symbol(f.name, "field", _written(f.annotation), f.span,
+                                  _name_span(f) or f.span) for f in item.fields)
+            whole = item.span.to(item.fields[-1].span) if item.fields else item.span
+            found.append(Symbol(item.name, "class", "class", whole, item.name_span, fields))
+        elif isinstance(item, syntax.FunctionDef):
+            info = program.functions.get(item.name) if program else None
+            same = info is not None and info.decl.name_span == item.name_span
+            detail = function_signature(info) if same else "def"
+            for r in item.routes:
+                found.append(Symbol(f"{r.method} {r.path}", "route", f"handler {item.name}",
+                                    r.span, r.path_span))
+            found.append(Symbol(item.name, "function", detail, item.span, item.name_span))
+    return found

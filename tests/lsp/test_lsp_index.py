@@ -1,0 +1,57 @@
+"""The data the language server answers from: the builtin descriptions, the overlay of
+unsaved texts, and the definition spans the checker records."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from svc import pipeline
+from svc.compiler.builtin_docs import DOCS
+from svc.compiler.builtins import BUILTINS
+from svc.tools import lsp_index
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "builtins.md"
+
+
+def test_every_builtin_has_one_description_whose_signature_names_it():
+    assert set(BUILTINS) <= set(DOCS)
+    for name, doc in DOCS.items():
+        assert re.match(rf"(async )?{name}[\[(]", doc.signature), name
+        assert doc.summary.endswith(".") and "\n" not in doc.summary
+
+
+def test_the_described_signatures_are_those_of_the_reference():
+    reference = REFERENCE.read_text()
+    for name in BUILTINS:
+        if name.endswith("_demo") or name.startswith("assert_"):
+            continue  # listed in a table of the reference, with their parameters only
+        signature = DOCS[name].signature
+        assert signature in reference or signature.removeprefix("async ") in reference, name
+
+
+def test_an_overlay_text_is_checked_instead_of_the_file_on_disk(tmp_path):
+    entry = tmp_path / "app.svc"
+    entry.write_text("def main():\n    print(1)\n")
+    assert isinstance(pipeline.check(pipeline.Target(file=str(entry))), pipeline.Failed)
+    fixed = {str(entry.resolve()): 'def main():\n    print("1")\n'}
+    assert isinstance(pipeline.check(pipeline.Target(file=str(entry)), fixed), pipeline.Checked)
+    assert "print(1)" in entry.read_text()  # the file itself is left alone
+
+
+def test_a_program_with_type_errors_still_has_its_references(tmp_path):
+    entry = tmp_path / "app.svc"
+    entry.write_text("def main():\n    x = 1\n    print(x)\n")
+    failed = pipeline.check(pipeline.Target(file=str(entry)))
+    assert isinstance(failed, pipeline.Failed) and failed.program is not None
+    target = lsp_index.definition_at(failed.program, str(entry), 3, 11)
+    assert (target.line, target.col) == (2, 5)
+
+
+def test_included_files_are_recorded(tmp_path):
+    (tmp_path / "page.html").write_text("<p>hi</p>")
+    entry = tmp_path / "app.svc"
+    entry.write_text('def main():\n    print(include_text("page.html"))\n')
+    checked = pipeline.check(pipeline.Target(file=str(entry)))
+    assert [Path(p).resolve() for p in checked.program.included_files] == [
+        (tmp_path / "page.html").resolve()]
