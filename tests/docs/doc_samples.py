@@ -8,9 +8,10 @@ Shared by the guide's test and the reference's test, so both pages follow one co
   block that follows it.
 - `<!-- error below -->` before a sample: `svcc check` must fail, and its stderr must contain
   the ```text block that follows verbatim (the sample is checked as `example.svc`).
-- `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->` lines before a sample: it is
-  served (`svcc run`, SVC_PORT set to a free port) and must answer each request so; a BODY
-  that parses as JSON is sent as application/json, any other as text/plain.
+- `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->` lines before a sample, or the
+  same lines (without the comment marks) in a ```requests block right after it, where readers
+  see them: it is served (`svcc run`, SVC_PORT set to a free port) and must answer each request
+  so; a BODY that parses as JSON is sent as application/json, any other as text/plain.
 
 Markers are HTML comments, so they do not show when the page is rendered.
 """
@@ -26,7 +27,9 @@ from tests.helpers.svc_process import REPO, run_to_end, start
 
 SAMPLE_NAME = "example.svc"
 _FENCE = re.compile(r"^```(\w*)\s*$")
-_SERVE = re.compile(r"^<!-- serve: (\S+) (\S+)(?: (.*?))? -> (\d{3})(?: (.*?))? -->$")
+_REQUEST = r"(\S+) (\S+)(?: (.*?))? -> (\d{3})(?: (.*?))?"
+_SERVE = re.compile(rf"^<!-- serve: {_REQUEST} -->$")
+_REQUEST_LINE = re.compile(rf"^{_REQUEST}$")
 _MAIN = re.compile(r"^(async +)?def +main *\(", re.MULTILINE)
 _FRAGMENT_MAIN = "\n\ndef main():\n    pass\n"
 
@@ -74,6 +77,9 @@ def samples(page: Path) -> list[Sample]:
             last.output = body
         elif language == "text" and last and last.wants_error and last.error is None:
             last.error = body
+        elif language == "requests" and last:
+            last.requests += [_request(page, i + 2 + n, line)
+                              for n, line in enumerate(body.splitlines()) if line.strip()]
         markers = []
         i = end + 1
     return found
@@ -90,6 +96,14 @@ def _sample(page: Path, line: int, code: str, markers: list[str]) -> Sample:
         elif marker == "<!-- error below -->":
             sample.wants_error = True
     return sample
+
+
+def _request(page: Path, line: int, text: str) -> tuple:
+    """One line of a ```requests block: METHOD PATH [BODY] -> STATUS [RESPONSE]."""
+    match = _REQUEST_LINE.match(text.strip())
+    if match is None:
+        raise ValueError(f"{page}:{line}: not METHOD PATH [BODY] -> STATUS [RESPONSE]: {text}")
+    return match.groups()
 
 
 def write(folder: Path, sample: Sample) -> Path:
