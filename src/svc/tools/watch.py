@@ -1,0 +1,130 @@
+"""`svcc run --watch`: serve a program, and serve it again each time one of its files changes.
+
+The server runs in a child process (`svcc run` without --watch), so a new version replaces it
+cleanly: on a change the program is checked again here, through the same pipeline; when it
+checks, the old server gets SIGTERM (it answers the requests in flight, then exits), and the
+new one starts on the same port (the child inherits the environment, SVC_PORT included). When
+it does not check, the diagnostics are printed and the old server keeps serving.
+
+The files watched are the ones the pipeline read (sources, svc.toml) and the include_text
+files, watched through their folders: editors often save by writing a new file and renaming
+it over the old one, which a watch on the file itself would miss. Ctrl+C stops the server and
+the watch, exit 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import watchfiles
+
+from svc import pipeline
+from svc.compiler.diagnostics import render_all
+
+#: How long file events are gathered into one change (an editor's save is several events).
+DEBOUNCE_MS = 50
+#: How long a server may take to answer its requests in flight before it is killed.
+STOP_SECONDS = 10.0
+
+
+def _say(message: str) -> None:
+    print(f"watch: {message}", file=sys.stderr, flush=True)
+
+
+def program_files(result: pipeline.Checked | pipeline.Failed) -> set[str]:
+    """Every file the program's check read or embedded, as real paths."""
+    program = result.program
+    included = program.included_files if program is not None else []
+    return {os.path.realpath(p) for p in [*result.sources, *included]}
+
+
+class Watcher:
+    """The server child process and the files whose change restarts it."""
+
+    def __init__(self, target: pipeline.Target) -> None:
+        self.target = target
+        self.server: subprocess.Popen | None = None
+        self.files: set[str] = set()
+        self.stop = threading.Event()
+
+    def command(self) -> list[str]:
+        where = ["--project", self.target.project] if self.target.project else [self.target.file]
+        return [sys.executable, "-m", "svc.cli", "run", *where]
+
+    def check(self) -> bool:
+        """Check the program again; the diagnostics are printed when it does not check."""
+        result = pipeline.check(self.target)
+        self.files = program_files(result) or self.files
+        if isinstance(result, pipeline.Failed):
+            print(render_all(result.diagnostics, result.sources), file=sys.stderr, flush=True)
+            return False
+        return True
+
+    def restart(self) -> None:
+        self.stop_server()
+        self.server = subprocess.Popen(self.command())
+
+    def stop_server(self) -> None:
+        """SIGTERM, then wait for the requests in flight; kill only if it takes too long."""
+        server, self.server = self.server, None
+        if server is None or server.poll() is not None:
+            return
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+    def folders(self) -> set[str]:
+        return {os.path.dirname(f) for f in self.files}
+
+    def relevant(self, change: watchfiles.Change, path: str) -> bool:
+        """A change to a file of the program, or a new .svc file or svc.toml next to one
+        (it may be the import that was missing)."""
+        real = os.path.realpath(path)
+        return real in self.files or real.endswith(".svc") or os.path.basename(real) == "svc.toml"
+
+    def run(self) -> int:
+        if self.check():
+            self.restart()
+            _say(f"serving {self.target.display_name}; restarts when one of its "
+                 f"{len(self.files)} files changes (Ctrl+C stops)")
+        else:
+            _say("not started: fix the errors above and save")
+        while not self.stop.is_set():
+            folders = self.folders()
+            for changes in watchfiles.watch(*folders, watch_filter=self.relevant,
+                                            debounce=DEBOUNCE_MS, step=20, stop_event=self.stop,
+                                            raise_interrupt=True):
+                self.changed(sorted({os.path.relpath(p) for _, p in changes}))
+                if self.folders() != folders:
+                    break  # the program now reads files elsewhere: watch those folders
+        return 0
+
+    def changed(self, paths: list[str]) -> None:
+        _say(f"{', '.join(paths)} changed")
+        if self.check():
+            self.restart()
+            _say(f"restarted {self.target.display_name}")
+        elif self.server is not None and self.server.poll() is None:
+            _say("not restarted: the previous version is still serving")
+        else:
+            _say("not started: fix the errors above and save")
+
+
+def watch_and_serve(target: pipeline.Target) -> int:
+    """`svcc run --watch`: serve until Ctrl+C (or SIGTERM), then stop the server; exit 0."""
+    watcher = Watcher(target)
+    previous = signal.signal(signal.SIGTERM, lambda *_: watcher.stop.set())
+    try:
+        return watcher.run()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        watcher.stop_server()

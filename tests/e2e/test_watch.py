@@ -1,0 +1,145 @@
+"""`svcc run --watch`: real edits of a temporary copy of a program, served again on the same
+port when they check, the old server kept when they do not; Ctrl+C ends it all with exit 0."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.svc_process import REPO, free_port, start, svcc
+
+WAIT_SECONDS = 15.0
+
+
+def _children(pid: int) -> set[int]:
+    """The process ids whose parent is `pid` (Linux /proc)."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(p) for p in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(
+        f"/proc/{pid}/stat").exists() else "X"
+    return status not in ("Z", "X")
+
+
+def _served(server, path: str, wanted: str) -> str:
+    """Poll until the answer to `path` contains `wanted` (a restart is under way)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    last = ""
+    while time.monotonic() < deadline:
+        try:
+            last = server.request("GET", path).body.decode()
+            if wanted in last:
+                return last
+        except OSError:
+            pass  # between the old server and the new one
+        time.sleep(0.05)
+    raise AssertionError(f"{wanted!r} never served; last answer {last!r}; log:\n"
+                         + "".join(server.stderr))
+
+
+def _save(path: Path, text: str) -> None:
+    """Save as editors do: a new file renamed over the old one."""
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+@pytest.fixture
+def hello(tmp_path) -> Path:
+    shutil.copy(REPO / "examples" / "hello" / "hello.svc", tmp_path / "hello.svc")
+    return tmp_path / "hello.svc"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_good_edits_are_served_a_broken_one_keeps_the_old_server(hello):
+    server = start(["--watch", str(hello)])
+    try:
+        assert "hello, visitor 3" in _served(server, "/greet/3", "visitor")
+        original = hello.read_text()
+
+        _save(hello, original.replace("hello, visitor", "welcome, visitor"))
+        assert "welcome, visitor 3" in _served(server, "/greet/3", "welcome")
+
+        broken = original.replace('"hello, visitor " + str(id)', '"broken " + id')
+        _save(hello, broken)
+        log = server.log("not restarted")
+        assert "error: operator '+' needs two numbers or two str, found str and i64" in log
+        assert "hello.svc:" in log and "^" in log
+        assert "the previous version is still serving" in log
+        assert "welcome, visitor 3" in server.request("GET", "/greet/3").body.decode()
+
+        _save(hello, original.replace("hello, visitor", "fixed, visitor"))
+        assert "fixed, visitor 3" in _served(server, "/greet/3", "fixed")
+
+        children = _children(server.process.pid)
+        assert len(children) == 1  # exactly one server at a time
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=15) == 0
+        deadline = time.monotonic() + 5
+        while any(_alive(p) for p in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in children)
+    finally:
+        server.stop()
+
+
+def test_an_included_file_is_watched(tmp_path):
+    (tmp_path / "page.html").write_text("<h1>first</h1>")
+    app = tmp_path / "app.svc"
+    app.write_text(
+        '@get("/")\n'
+        "async def index() -> Result[Html, Error]:\n"
+        '    return ok(html(include_text("page.html")))\n\n'
+        "async def main() -> Result[unit, Error]:\n"
+        '    port = try parse_i64(env("SVC_PORT", "8080"))\n'
+        '    db = try await db_open(":memory:")\n'
+        "    return await serve(db, port)\n")
+    server = start(["--watch", str(app)])
+    try:
+        assert "first" in _served(server, "/", "first")
+        _save(tmp_path / "page.html", "<h1>second</h1>")
+        assert "second" in _served(server, "/", "second")
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=15) == 0
+    finally:
+        server.stop()
+
+
+def test_a_program_that_does_not_check_waits_for_a_fix(hello):
+    original = hello.read_text()
+    hello.write_text(original.replace("async def main", "async def mian"))
+    port = free_port()
+    process = subprocess.Popen(svcc() + ["run", "--watch", str(hello)], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "SVC_PORT": str(port)})
+    try:
+        errors = []
+        while not errors or "not started" not in errors[-1]:
+            line = process.stderr.readline()
+            assert line, "".join(errors)
+            errors.append(line)
+        assert "no main function" in "".join(errors)
+        time.sleep(0.3)  # the watch starts right after that line
+        _save(hello, original)
+        assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=15)
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
