@@ -107,8 +107,9 @@ class SvcServer(LanguageServer):
         key = str(analysis.target)
         files = analysis.files | set(analysis.diagnostics)
         for path in sorted(files):
-            diagnostics = [self.diagnostic(d, analysis.sources.get(path))
-                           for d in analysis.diagnostics.get(path, [])]
+            found = analysis.diagnostics.get(path, [])
+            lines = self.lines_of(path, analysis.sources.get(path)) if found else []
+            diagnostics = [self.diagnostic(d, lines) for d in found]
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
                 uri=from_fs_path(path) or path, diagnostics=diagnostics))
         for path in self.published.get(key, set()) - files:
@@ -124,13 +125,16 @@ class SvcServer(LanguageServer):
             return self.workspace.get_text_document(uri).lines
         return [line + "\n" for line in source.lines] if source else []
 
-    def to_range(self, span: Span, source: SourceFile | None = None) -> lsp.Range:
-        """A span (1-based characters) as an LSP range (0-based, in the client's units)."""
-        path = os.path.abspath(span.file)
+    def to_range(self, span: Span, source: SourceFile | None = None,
+                 lines: list[str] | None = None) -> lsp.Range:
+        """A span (1-based characters) as an LSP range (0-based, in the client's units);
+        `lines` (the file's, when known) saves splitting a long document again."""
+        if lines is None:
+            lines = self.lines_of(os.path.abspath(span.file), source)
         start = lsp.Position(max(0, span.line - 1), max(0, span.col - 1))
         end = lsp.Position(max(0, span.end_line - 1), max(0, span.end_col - 1))
         codec = self.workspace.position_codec
-        return codec.range_to_client_units(self.lines_of(path, source), lsp.Range(start, end))
+        return codec.range_to_client_units(lines, lsp.Range(start, end))
 
     def from_position(self, uri: str, position: lsp.Position) -> tuple[int, int]:
         """An LSP position as the (line, column) of a Span."""
@@ -138,8 +142,8 @@ class SvcServer(LanguageServer):
         server = self.workspace.position_codec.position_from_client_units(doc.lines, position)
         return server.line + 1, server.character + 1
 
-    def diagnostic(self, d: Diagnostic, source: SourceFile | None) -> lsp.Diagnostic:
-        return lsp.Diagnostic(range=self.to_range(d.span, source), message=d.message,
+    def diagnostic(self, d: Diagnostic, lines: list[str]) -> lsp.Diagnostic:
+        return lsp.Diagnostic(range=self.to_range(d.span, lines=lines), message=d.message,
                               severity=lsp.DiagnosticSeverity.Error, source="svcc")
 
     def location(self, span: Span, analysis: Analysis | None) -> lsp.Location:
