@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(test)
     test.add_argument("--timeout", metavar="SECONDS", type=_positive_seconds, default=10.0,
                       help="time limit of each test (default 10)")
+
+    openapi = commands.add_parser("openapi", help="print the OpenAPI 3.1 document of the API")
+    _add_target(openapi)
+    openapi.add_argument("--output", metavar="FILE", help="write the document to FILE")
     return parser
 
 
@@ -237,8 +241,18 @@ def test_command(args: Any) -> int:
     return test_runner.test_command(args.file, args.project, args.timeout)
 
 
+# --- svcc openapi -----------------------------------------------------------------------------
+
+def openapi_command(args: Any) -> int:
+    """`svcc openapi FILE|--project DIR [--output FILE]`: 0 written, 1 errors."""
+    from svc.tools.openapi import openapi_command as write_document
+
+    return write_document(args.file, args.project, args.output)
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
-    "check": check_command, "run": run_command, "build": build_command, "test": test_command, "lsp": lsp_command}
+    "check": check_command, "run": run_command, "build": build_command, "test": test_command,
+    "openapi": openapi_command, "lsp": lsp_command}
 
 
 if __name__ == "__main__":

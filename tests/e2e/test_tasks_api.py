@@ -14,10 +14,22 @@ import subprocess
 
 import pytest
 
+from tests.helpers.openapi_check import exchange_problems, openapi_document, recording
 from tests.helpers.tasks_server import PROJECT, launch, start, svcc_command
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 TASK_KEYS = {"id", "title", "done", "created_at", "updated_at"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def exchanges_match_the_openapi_document():
+    """Every request and answer of this module validates against `svcc openapi`'s document of
+    the task manager (tests/helpers/openapi_check.py), so the two cannot drift apart."""
+    with recording() as exchanges:
+        yield
+    assert len(exchanges) >= 20
+    problems = exchange_problems(openapi_document(["--project", str(PROJECT)]), exchanges)
+    assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="module")

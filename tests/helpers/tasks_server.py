@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.helpers.openapi_check import Exchange, record
 from tests.helpers.svc_process import REPO, Response, free_port, send
 from tests.helpers.svc_process import svcc as svcc_command
 
@@ -46,7 +47,10 @@ class TasksServer:
             raw = json.dumps(body).encode()
         if raw is not None:
             headers.setdefault("Content-Type", "application/json")
-        return send(self.port, method, path, raw, headers)
+        response = send(self.port, method, path, raw, headers)
+        record(Exchange(method, path, {k.lower(): v for k, v in headers.items()}, raw,
+                        response.status, response.headers, response.body))
+        return response
 
     def call(self, method: str, path: str, body=None, expect: int = 200):
         """Sends a request, checks the status and JSON content type, returns the decoded body."""

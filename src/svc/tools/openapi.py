@@ -1,0 +1,276 @@
+"""`svcc openapi`: the OpenAPI 3.1 description of a program's HTTP API, from its checked route
+table and types.
+
+Everything in the document comes from what the compiler already checked and what the server
+does with it (docs/reference/http.md): each route's parameters are bound exactly as the router
+binds them, each class is a strict JSON object (every field required, no other field), the
+success response follows the handler's return type, and the error responses are those the
+server can give for that route, all with the `{"error": "..."}` body. The server's own routes
+(`/health`, `/stream`, `/ws`) are described too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from svc.compiler.error_kinds import error_kinds
+from svc.compiler.program import CheckedProgram, RouteInfo
+from svc.compiler.types import (
+    BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
+)
+from svc.contract import INT_RANGES, ParamSource, ResultKind
+
+OPENAPI_VERSION = "3.1.0"
+ERROR_SCHEMA = "Error"
+_SCHEMAS = "#/components/schemas/"
+
+#: Error statuses every route can answer: a malformed request or a bad parameter or body
+#: (400), a body over 1 MiB (413), a fault or a database error (500), a full database queue or
+#: a shutdown (503), the processing limit (504).
+ALWAYS = (400, 413, 500, 503, 504)
+#: Statuses a route answers only when its handler can make an error of that kind.
+BY_KIND = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409}
+#: Each error status: its name in `components/responses` and what it means here.
+ERROR_RESPONSES = {
+    400: ("BadRequest", "A malformed request, a parameter or body that does not read, or an "
+                        "`invalid` error from the handler"),
+    401: ("Unauthorized", "An `unauthorized` error from the handler"),
+    403: ("Forbidden", "A `forbidden` error from the handler"),
+    404: ("NotFound", "Not found: a `not_found` error, or no value (`T?`)"),
+    409: ("Conflict", "A `conflict` error from the handler (a database constraint included)"),
+    413: ("PayloadTooLarge", "The request body is over 1 MiB"),
+    415: ("UnsupportedMediaType", "The body must be application/json"),
+    426: ("UpgradeRequired", "Not a WebSocket upgrade request"),
+    500: ("InternalError", "An internal error (the details are in the server log)"),
+    503: ("Busy", "The database queue stayed full, or the server is shutting down"),
+    504: ("Timeout", "The request passed the processing limit (2 s)"),
+}
+
+
+def document(program: CheckedProgram, title: str, version: str = "0") -> dict[str, Any]:
+    """The OpenAPI 3.1 document of a checked program, as plain JSON data."""
+    paths: dict[str, dict[str, Any]] = {}
+    operation_ids = _operation_ids(program.routes)
+    for route, operation_id in zip(program.routes, operation_ids):
+        item = paths.setdefault(route.path, {"description": (
+            "Other methods on this path are answered 405 with an Allow header; HEAD is "
+            "answered wherever GET is.")})
+        item[route.method.lower()] = _operation(program, route, operation_id)
+    paths.update(_builtin_paths())
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": title, "version": version},
+        "paths": paths,
+        "components": {"schemas": _component_schemas(program),
+                       "responses": _component_responses()},
+    }
+
+
+def _operation_ids(routes: list[RouteInfo]) -> list[str]:
+    """The handler's name, unique: a handler on several routes gets `<name>_<method>_<n>`."""
+    counts: dict[str, int] = {}
+    for route in routes:
+        counts[route.handler] = counts.get(route.handler, 0) + 1
+    ids, used = [], {}
+    for route in routes:
+        if counts[route.handler] == 1:
+            ids.append(route.handler)
+            continue
+        used[route.handler] = used.get(route.handler, 0) + 1
+        ids.append(f"{route.handler}_{route.method.lower()}_{used[route.handler]}")
+    return ids
+
+
+# --- one route ----------------------------------------------------------------------------------
+
+def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": operation_id}
+    parameters = [_parameter(p) for p in route.params
+                  if p.source in (ParamSource.PATH, ParamSource.QUERY)]
+    if parameters:
+        operation["parameters"] = parameters
+    body = next((p for p in route.params if p.source in (ParamSource.BODY, ParamSource.RAW)), None)
+    if body is not None:
+        operation["requestBody"] = _request_body(body.source, body.type)
+    operation["responses"] = _responses(program, route, body is not None and
+                                        body.source is ParamSource.BODY)
+    return operation
+
+
+def _parameter(param) -> dict[str, Any]:
+    required = param.source is ParamSource.PATH or not param.optional
+    return {"name": param.name, "in": param.source.value, "required": required,
+            "schema": schema_of(param.type)}
+
+
+def _request_body(source: ParamSource, t: Type) -> dict[str, Any]:
+    if source is ParamSource.BODY:
+        return {"required": True, "content": {"application/json": {"schema": schema_of(t)}}}
+    # A raw body: any bytes, of any Content-Type; a request without one gives empty bytes.
+    return {"required": False, "content": {"application/octet-stream": {
+        "schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}}
+
+
+def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> dict[str, Any]:
+    responses: dict[str, Any] = {}
+    ok = route_ok_type(program, route)
+    if route.result is ResultKind.UNIT:
+        responses["204"] = {"description": "Done (no body)"}
+    elif route.result is ResultKind.HTML:
+        responses["200"] = {"description": "An HTML page", "content": {
+            "text/html": {"schema": {"type": "string"}}}}
+    else:
+        inner = ok.inner if route.result is ResultKind.JSON_OPTIONAL and isinstance(ok, Opt) else ok
+        responses["200"] = {"description": "OK", "content": {
+            "application/json": {"schema": schema_of(inner)}}}
+    statuses = set(ALWAYS)
+    kinds = error_kinds(program, route.handler)
+    statuses |= {status for kind, status in BY_KIND.items() if kind in kinds}
+    if route.result is ResultKind.JSON_OPTIONAL:
+        statuses.add(404)
+    if json_body:
+        statuses.add(415)
+    for status in sorted(statuses):
+        responses[str(status)] = _error_response(status)
+    return responses
+
+
+def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
+    """The `T` of the handler's `Result[T, Error]`."""
+    returns = program.functions[route.handler].returns
+    return returns.ok if isinstance(returns, ResultOf) else returns
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    return {"$ref": "#/components/responses/" + ERROR_RESPONSES[status][0]}
+
+
+def _component_responses() -> dict[str, Any]:
+    """Every error response once: the status's meaning and the `{"error": "..."}` body."""
+    return {name: {"description": description, "content": {
+                "application/json": {"schema": {"$ref": _SCHEMAS + ERROR_SCHEMA}}}}
+            for name, description in ERROR_RESPONSES.values()}
+
+
+# --- types ----------------------------------------------------------------------------------------
+
+def schema_of(t: Type) -> dict[str, Any]:
+    """The JSON Schema of an svc type as the server reads and writes it."""
+    if t in (I64, I32):
+        low, high = INT_RANGES[t.name]
+        return {"type": "integer", "format": "int64" if t == I64 else "int32",
+                "minimum": low, "maximum": high}
+    if t == F64:
+        return {"type": "number", "format": "double"}
+    if t == BOOL:
+        return {"type": "boolean"}
+    if t in (STR, HTML):
+        return {"type": "string"}
+    if t in (BYTES, View(BYTES)):
+        return {"type": "string", "contentEncoding": "base64"}
+    if t == UNIT:
+        return {"type": "null"}
+    if isinstance(t, ListOf):
+        return {"type": "array", "items": schema_of(t.elem)}
+    if isinstance(t, ClassRef):
+        return {"$ref": _SCHEMAS + t.name}
+    if isinstance(t, Opt):
+        return _nullable(schema_of(t.inner))
+    return {}  # not reachable for a checked route: any value
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """`T?`: a type union with null (`type: [..., "null"]` where there is a plain type)."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {**schema, "type": [kind, "null"]}
+    return {"oneOf": [schema, {"type": "null"}]}
+
+
+def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
+    """One schema per class, exactly its fields, all required; and the error body."""
+    schemas: dict[str, Any] = {}
+    for name, info in program.classes.items():
+        schemas[name] = {
+            "type": "object",
+            "properties": {field: schema_of(t) for field, t in info.fields},
+            "required": [field for field, _ in info.fields],
+            "additionalProperties": False,
+        }
+    schemas[ERROR_SCHEMA] = {  # `Error` is a type name: no class can have it
+        "type": "object",
+        "properties": {"error": {"type": "string"}},
+        "required": ["error"],
+        "additionalProperties": False,
+    }
+    return schemas
+
+
+# --- the server's own routes ----------------------------------------------------------------------
+
+def _builtin_paths() -> dict[str, Any]:
+    text = {"text/plain": {"schema": {"type": "string"}}}
+    return {
+        "/health": {"get": {
+            "operationId": "svc_health",
+            "summary": "Liveness: always `ok`, also while handlers are busy",
+            "responses": {"200": {"description": "The server is up", "content": {
+                "text/plain": {"schema": {"type": "string", "const": "ok"}}}}},
+        }},
+        "/stream": {"get": {
+            "operationId": "svc_stream",
+            "summary": "A chunked body of five chunks, `chunk:0` to `chunk:4`, one per line",
+            "responses": {"200": {"description": "Five chunks, sent one by one",
+                                  "content": text}},
+        }},
+        "/ws": {"get": {
+            "operationId": "svc_ws",
+            "summary": "A WebSocket (RFC 6455) echo: text comes back as text, binary as binary",
+            "responses": {
+                "101": {"description": "Switching Protocols: the WebSocket session"},
+                "400": _error_response(400),
+                "426": _error_response(426),
+            },
+        }},
+    }
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+def openapi_command(file: str | None, project: str | None, output: str | None) -> int:
+    """Check the program, then print its document (or write it to `output`)."""
+    from svc import pipeline
+    from svc.compiler.diagnostics import render_all
+
+    checked = pipeline.check(pipeline.Target(file=file, project=project))
+    if isinstance(checked, pipeline.Failed):
+        print(render_all(checked.diagnostics, checked.sources), file=sys.stderr)
+        return 1
+    title, version = _title_and_version(checked, file, project)
+    text = json.dumps(document(checked.program, title, version), indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        print(f"error: cannot write '{output}': {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _title_and_version(checked, file: str | None, project: str | None) -> tuple[str, str]:
+    """The project's `name` (else its folder's name), or the file's name without `.svc`;
+    the version is the program's own, which svc does not know: "0"."""
+    if project is None:
+        return os.path.splitext(os.path.basename(file or "program"))[0], "0"
+    from svc.project import config_path, load_project
+
+    config = checked.sources.get(os.path.normpath(config_path(project)))
+    loaded = load_project(project, config)[0] if config is not None else None
+    name = loaded.name if loaded is not None and loaded.name else None
+    return name or os.path.basename(os.path.abspath(project)), "0"

@@ -1,0 +1,241 @@
+"""`svcc openapi`: the documents of every example and test program are valid OpenAPI 3.1, say
+what the server does (routes, parameters, bodies, statuses, schemas), and the task manager's
+real traffic validates against its document (here, and in every test of test_tasks_api.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from openapi_spec_validator import validate
+
+from tests.helpers.openapi_check import exchange_problems, openapi_document, recording
+from tests.helpers.svc_process import REPO, run_to_end
+from tests.helpers.tasks_server import PROJECT, start
+
+PROGRAMS = [["--project", "examples/tasks"], ["examples/hello/hello.svc"],
+            ["examples/workload/workload.svc"]] + [
+    [str(p.relative_to(REPO))] for p in sorted((REPO / "tests" / "e2e" / "programs").glob("*.svc"))]
+I64 = {"type": "integer", "format": "int64", "minimum": -(2**63), "maximum": 2**63 - 1}
+I32 = {"type": "integer", "format": "int32", "minimum": -(2**31), "maximum": 2**31 - 1}
+ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def statuses(operation: dict) -> list[int]:
+    return sorted(int(s) for s in operation["responses"])
+
+
+@pytest.mark.parametrize("args", PROGRAMS, ids=lambda a: a[-1])
+def test_every_document_is_valid_openapi_3_1(args: list[str]) -> None:
+    document = openapi_document(args)
+    validate(document)  # raises with the reason when invalid
+    assert document["openapi"] == "3.1.0"
+    assert {"/health", "/stream", "/ws"} <= set(document["paths"])
+
+
+def test_the_task_manager_document() -> None:
+    document = openapi_document(["--project", "examples/tasks"])
+    assert document["info"]["title"] == "tasks"
+    paths = document["paths"]
+    assert set(paths) == {"/", "/api/tasks", "/api/tasks/{id}", "/api/stats", "/health",
+                          "/stream", "/ws"}
+    routes = {(m, p) for p, item in paths.items() for m in item if m != "description"}
+    assert routes == {("get", "/"), ("get", "/api/tasks"), ("post", "/api/tasks"),
+                      ("get", "/api/tasks/{id}"), ("put", "/api/tasks/{id}"),
+                      ("delete", "/api/tasks/{id}"), ("get", "/api/stats"),
+                      ("get", "/health"), ("get", "/stream"), ("get", "/ws")}
+    create = paths["/api/tasks"]["post"]
+    assert create["operationId"] == "create_task"
+    assert create["requestBody"] == {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/TaskInput"}}}}
+    assert create["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Task"}
+    # The database can refuse with a constraint (409); a body is JSON only (415).
+    assert statuses(create) == [200, 400, 409, 413, 415, 500, 503, 504]
+    get = paths["/api/tasks/{id}"]["get"]
+    assert get["parameters"] == [{"name": "id", "in": "path", "required": True, "schema": I64}]
+    assert statuses(get) == [200, 400, 404, 409, 413, 500, 503, 504]
+    index = paths["/"]["get"]
+    assert index["responses"]["200"]["content"] == {"text/html": {"schema": {"type": "string"}}}
+    assert statuses(index) == [200, 400, 413, 500, 503, 504]  # no database, no not_found
+    listing = paths["/api/tasks"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert listing["schema"] == {"type": "array", "items": {"$ref": "#/components/schemas/Task"}}
+    schemas = document["components"]["schemas"]
+    assert schemas["Task"] == {
+        "type": "object",
+        "properties": {"id": I64, "title": {"type": "string"}, "done": {"type": "boolean"},
+                       "created_at": {"type": "string"}, "updated_at": {"type": "string"}},
+        "required": ["id", "title", "done", "created_at", "updated_at"],
+        "additionalProperties": False}
+    assert schemas["Error"]["properties"] == {"error": {"type": "string"}}
+    for status in ("400", "404", "500"):
+        response = get["responses"][status]
+        name = response["$ref"].rsplit("/", 1)[1]
+        assert document["components"]["responses"][name]["content"] == {
+            "application/json": {"schema": ERROR}}
+
+
+PARAMETERS = '''\
+class Inner:
+    n: i32
+
+class Outer:
+    id: i64
+    ratio: f64
+    name: str?
+    tags: List[str]
+    inner: Inner?
+    items: List[Inner]
+
+@get("/things/{id}")
+async def find(id: i32, q: str, limit: i64?, exact: bool?, min: f64) -> Result[Outer?, Error]:
+    return ok(None)
+
+@post("/things")
+async def add(db: Db, thing: Outer) -> Result[unit, Error]:
+    return ok(())
+
+@put("/raw/{name}")
+async def raw(name: str, data: bytes) -> Result[i64, Error]:
+    return ok(len(data))
+
+def guard(id: i64) -> Result[unit, Error]:
+    if id == 0:
+        return unauthorized("no")
+    if id == 1:
+        return forbidden("no")
+    return ok(())
+
+@delete("/things/{id}")
+async def remove(id: i64) -> Result[List[i64], Error]:
+    try guard(id)
+    return ok([id])
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    return await serve(db, 0)
+'''
+
+
+def test_parameters_bodies_optional_values_and_error_kinds(tmp_path: Path) -> None:
+    program = PARAMETERS
+    if "unauthorized" not in _builtins():  # the 0.2 error kinds are not in yet
+        program = program.replace('unauthorized("no")', 'error("no")').replace(
+            'forbidden("no")', 'error("no")')
+    (tmp_path / "things.svc").write_text(program)
+    document = openapi_document([str(tmp_path / "things.svc")])
+    validate(document)
+    assert document["info"]["title"] == "things"
+    find = document["paths"]["/things/{id}"]["get"]
+    assert find["parameters"] == [
+        {"name": "id", "in": "path", "required": True, "schema": I32},
+        {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
+        {"name": "limit", "in": "query", "required": False, "schema": I64},
+        {"name": "exact", "in": "query", "required": False, "schema": {"type": "boolean"}},
+        {"name": "min", "in": "query", "required": True,
+         "schema": {"type": "number", "format": "double"}}]
+    assert 404 in statuses(find) and 409 not in statuses(find) and 415 not in statuses(find)
+    assert find["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Outer"}
+    add = document["paths"]["/things"]["post"]
+    assert "204" in add["responses"] and "200" not in add["responses"]
+    assert "content" not in add["responses"]["204"]
+    assert 415 in statuses(add) and 404 not in statuses(add)
+    raw = document["paths"]["/raw/{name}"]["put"]
+    assert list(raw["requestBody"]["content"]) == ["application/octet-stream"]
+    assert 415 not in statuses(raw)
+    remove = document["paths"]["/things/{id}"]["delete"]
+    if "unauthorized" in _builtins():
+        assert {401, 403} <= set(statuses(remove))
+    assert remove["responses"]["200"]["content"]["application/json"]["schema"] == {
+        "type": "array", "items": I64}
+    outer = document["components"]["schemas"]["Outer"]
+    assert outer["required"] == ["id", "ratio", "name", "tags", "inner", "items"]
+    assert outer["additionalProperties"] is False
+    assert outer["properties"]["name"] == {"type": ["string", "null"]}
+    assert outer["properties"]["inner"] == {
+        "oneOf": [{"$ref": "#/components/schemas/Inner"}, {"type": "null"}]}
+    assert outer["properties"]["items"] == {"type": "array",
+                                            "items": {"$ref": "#/components/schemas/Inner"}}
+    assert document["components"]["schemas"]["Inner"]["properties"] == {"n": I32}
+
+
+def _builtins() -> set[str]:
+    from svc.compiler.builtins import BUILTINS
+
+    return set(BUILTINS)
+
+
+def test_output_writes_the_same_document_to_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "openapi.json"
+    result = run_to_end(["openapi", "examples/hello/hello.svc", "--output", str(out)], cwd=REPO)
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    assert json.loads(out.read_text()) == openapi_document(["examples/hello/hello.svc"])
+
+
+def test_an_unwritable_output_is_one_error_line(tmp_path: Path) -> None:
+    result = run_to_end(["openapi", "examples/hello/hello.svc", "--output", str(tmp_path)],
+                        cwd=REPO)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"error: cannot write '{tmp_path}': ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_program_with_errors_gets_its_diagnostics_and_no_document(tmp_path: Path) -> None:
+    (tmp_path / "bad.svc").write_text("def main():\n    x = )\n")
+    result = run_to_end(["openapi", "bad.svc"], cwd=tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    assert " --> bad.svc:2:9" in result.stderr
+
+
+# --- the real server against its document --------------------------------------------------------
+
+def traffic(server) -> None:
+    """Requests of every kind: accepted, refused by the handler, refused by the server."""
+    task = server.add("check the document")
+    server.add("x" * 240, done=True)
+    server.request("GET", "/api/tasks")
+    server.request("GET", f"/api/tasks/{task['id']}")
+    server.request("PUT", f"/api/tasks/{task['id']}", {"title": "renamed", "done": True})
+    server.request("GET", "/api/stats")
+    server.request("GET", "/")
+    server.request("DELETE", f"/api/tasks/{task['id']}")
+    server.request("DELETE", f"/api/tasks/{task['id']}")  # 404
+    server.request("GET", "/api/tasks/abc")  # 400
+    server.request("POST", "/api/tasks", {"title": "", "done": False})  # 400
+    server.request("POST", "/api/tasks", {"title": "a", "done": False, "extra": 1})  # 400
+    server.request("POST", "/api/tasks", raw=b"title=a", headers={"Content-Type": "text/plain"})
+    server.request("PATCH", "/api/tasks/1")  # 405
+    server.request("GET", "/nowhere")  # 404
+    server.request("GET", "/health")
+    server.request("HEAD", "/api/stats")
+
+
+def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> None:
+    server = start(tmp_path, db=tmp_path / "tasks.sqlite")
+    try:
+        with recording() as exchanges:
+            traffic(server)
+    finally:
+        assert server.stop() == 0
+    assert len(exchanges) == 17
+    statuses_seen = {e.status for e in exchanges}
+    assert {200, 400, 404, 405, 415} <= statuses_seen
+    document = openapi_document(["--project", str(PROJECT)])
+    assert exchange_problems(document, exchanges) == []
+
+    # A document that drifted from the server is caught: a field's type, a missing status.
+    drifted = copy.deepcopy(document)
+    drifted["components"]["schemas"]["Task"]["properties"]["title"] = {"type": "integer"}
+    del drifted["paths"]["/api/tasks/{id}"]["delete"]["responses"]["404"]
+    problems = exchange_problems(drifted, exchanges)
+    assert any(p.startswith("POST /api/tasks -> 200: response") for p in problems), problems
+    assert any(p.startswith("DELETE /api/tasks/") and "-> 404: response" in p
+               for p in problems), problems
+    # And a document that refuses what the server accepts.
+    stricter = copy.deepcopy(document)
+    stricter["components"]["schemas"]["TaskInput"]["properties"]["title"]["maxLength"] = 5
+    problems = exchange_problems(stricter, exchanges)
+    assert any("accepted, but the document refuses the request" in p for p in problems), problems
