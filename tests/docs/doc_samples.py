@@ -8,6 +8,10 @@ Shared by the guide's test and the reference's test, so both pages follow one co
   block that follows it.
 - `<!-- error below -->` before a sample: `svcc check` must fail, and its stderr must contain
   the ```text block that follows verbatim (the sample is checked as `example.svc`).
+- `<!-- test file below -->` before a sample: it is a test file of the program sample before
+  it. The program is written under the name the test file imports (`from "notes.svc" ...`),
+  the sample next to it as `notes_test.svc`, and `svcc test notes.svc` must print the
+  ```output block that follows, test times aside (`mask_durations`).
 - `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->` lines before a sample, or the
   same lines (without the comment marks) in a ```requests block right after it, where readers
   see them: it is served (`svcc run`, SVC_PORT set to a free port) and must answer each request
@@ -44,6 +48,7 @@ class Sample:
     wants_output: bool = False
     error: str | None = None
     wants_error: bool = False
+    tested_program: str | None = None  # a test file sample: the program it tests
 
     @property
     def id(self) -> str:
@@ -73,6 +78,10 @@ def samples(page: Path) -> list[Sample]:
         last = found[-1] if found else None
         if language == "svc":
             found.append(_sample(page, i + 1, body, markers))
+            if "<!-- test file below -->" in markers:
+                programs = [s for s in found[:-1] if s.tested_program is None]
+                found[-1].tested_program = programs[-1].code if programs else ""
+                found[-1].wants_output = True
         elif language == "output" and last and last.wants_output and last.output is None:
             last.output = body
         elif language == "text" and last and last.wants_error and last.error is None:
@@ -122,6 +131,24 @@ def check(folder: Path, sample: Sample):
 def run(folder: Path, sample: Sample):
     write(folder, sample)
     return run_to_end(["run", SAMPLE_NAME], cwd=folder)
+
+
+_IMPORTED = re.compile(r'^(?:from|import) +"([\w.-]+)\.svc"', re.MULTILINE)
+_DURATION = re.compile(r"\((\d+ ms|\d+\.\d\d s)\)$", re.MULTILINE)
+
+
+def run_tests(folder: Path, sample: Sample):
+    """`svcc test` on a test file sample and the program it tests (see the module docstring)."""
+    imported = _IMPORTED.search(sample.code)
+    name = imported.group(1) if imported else Path(SAMPLE_NAME).stem
+    (folder / f"{name}.svc").write_text(sample.tested_program or "")
+    (folder / f"{name}_test.svc").write_text(sample.code)
+    return run_to_end(["test", f"{name}.svc"], cwd=folder)
+
+
+def mask_durations(report: str) -> str:
+    """A test report with every test's time written `(T)`: times differ from run to run."""
+    return _DURATION.sub("(T)", report)
 
 
 def serve_and_ask(folder: Path, sample: Sample) -> None:
