@@ -11,6 +11,7 @@ logged to the editor and the last good answers stay.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import traceback
 from typing import Any, Callable
@@ -198,6 +199,8 @@ def build_server() -> SvcServer:
         if handle is not None:
             handle.cancel()
         ls.analyses.pop(path, None)
+        gc.unfreeze()  # see lsp_analysis.analyse: let the collector see everything again
+        gc.collect()
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     @_guard(None)
