@@ -214,3 +214,26 @@ def test_garbage_edits_never_crash_the_server(client, program):
                                      mark)
     assert client.process.poll() is None
     assert "Traceback" not in b"".join(client.stderr).decode(errors="replace")
+
+
+def test_an_imported_file_of_a_project_is_checked_with_its_project(tmp_path):
+    import shutil
+
+    from tests.helpers.svc_process import REPO
+    project = tmp_path / "tasks"
+    shutil.copytree(REPO / "examples" / "tasks", project)
+    client = LspClient(project)
+    try:
+        models = project / "models.svc"
+        client.open(models)  # no main of its own: fine, the project's entry imports it
+        assert client.diagnostics(models)[0] == []
+        _, mark = client.diagnostics(project / "tasks.svc")
+        text = models.read_text()
+        client.change(models, text.replace("class Task:", "class Tsk:", 1))
+        params, _ = client.wait_for("textDocument/publishDiagnostics",
+                                    lambda p: p["uri"] == uri(project / "tasks.svc")
+                                    and p["diagnostics"], mark)
+        assert any("'Task' is not defined in models.svc" in d["message"]
+                   for d in params["diagnostics"])
+    finally:
+        assert client.close() == 0
