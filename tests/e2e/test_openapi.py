@@ -102,6 +102,8 @@ async def raw(name: str, data: bytes) -> Result[i64, Error]:
     return ok(len(data))
 
 def guard(id: i64) -> Result[unit, Error]:
+    if id == 2:
+        return not_found("no such thing")
     if id == 0:
         return unauthorized("no")
     if id == 1:
@@ -147,6 +149,7 @@ def test_parameters_bodies_optional_values_and_error_kinds(tmp_path: Path) -> No
     assert list(raw["requestBody"]["content"]) == ["application/octet-stream"]
     assert 415 not in statuses(raw)
     remove = document["paths"]["/things/{id}"]["delete"]
+    assert 404 in statuses(remove) and 409 not in statuses(remove)  # not_found, via guard()
     if "unauthorized" in _builtins():
         assert {401, 403} <= set(statuses(remove))
     assert remove["responses"]["200"]["content"]["application/json"]["schema"] == {

@@ -213,20 +213,21 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
 
 def _builtin_paths() -> dict[str, Any]:
     text = {"text/plain": {"schema": {"type": "string"}}}
+    other_methods = "Answered by the server itself; other methods on this path are 405."
     return {
-        "/health": {"get": {
+        "/health": {"description": other_methods, "get": {
             "operationId": "svc_health",
             "summary": "Liveness: always `ok`, also while handlers are busy",
             "responses": {"200": {"description": "The server is up", "content": {
                 "text/plain": {"schema": {"type": "string", "const": "ok"}}}}},
         }},
-        "/stream": {"get": {
+        "/stream": {"description": other_methods, "get": {
             "operationId": "svc_stream",
             "summary": "A chunked body of five chunks, `chunk:0` to `chunk:4`, one per line",
             "responses": {"200": {"description": "Five chunks, sent one by one",
                                   "content": text}},
         }},
-        "/ws": {"get": {
+        "/ws": {"description": other_methods, "get": {
             "operationId": "svc_ws",
             "summary": "A WebSocket (RFC 6455) echo: text comes back as text, binary as binary",
             "responses": {
