@@ -27,32 +27,34 @@ def _router():
 
 
 def test_static_beats_capture():
-    entry, captures = _router().lookup("/t/new")
-    assert captures == () and entry.find("GET").route.path == "/t/new"
+    route, captures = _router().resolve("GET", "/t/new")
+    assert captures == () and route.route.path == "/t/new"
 
 
 def test_capture_and_methods():
-    entry, captures = _router().lookup("/t/42")
+    router = _router()
+    route, captures = router.resolve("DELETE", "/t/42")
     assert captures == (b"42",)
-    assert entry.find("DELETE").route.result is ResultKind.UNIT
-    assert entry.find("HEAD") is entry.find("GET")
-    assert entry.find("POST") is None
-    assert entry.allow == b"Allow: DELETE, GET, HEAD\r\n"
+    assert route.route.result is ResultKind.UNIT
+    assert router.resolve("HEAD", "/t/42")[0] is router.resolve("GET", "/t/42")[0]
+    refusal = router.resolve("POST", "/t/42")
+    assert isinstance(refusal, Refusal) and refusal.status == 405
+    assert refusal.extra == b"Allow: DELETE, GET, HEAD\r\n"
 
 
 def test_capture_binding_in_param_order():
-    entry, captures = _router().lookup("/t/7/notes/3")
-    assert entry.find("GET").bind(captures, b"", b"", None, None) == [3, 7]
+    route, captures = _router().resolve("GET", "/t/7/notes/3")
+    assert route.bind(captures, b"", b"", None, None) == [3, 7]
 
 
 def test_more_static_segments_first():
-    entry, captures = _router().lookup("/a/b/c")
-    assert entry.find("GET").route.path == "/a/b/{y}" and captures == (b"c",)
+    route, captures = _router().resolve("GET", "/a/b/c")
+    assert route.route.path == "/a/b/{y}" and captures == (b"c",)
 
 
 @pytest.mark.parametrize("path", ["/t", "/t/", "/t/1/", "/t//notes/1", "/nope", "/t/1/notes"])
 def test_no_match(path):
-    assert _router().lookup(path) is None
+    assert _router().resolve("GET", path).status == 404
 
 
 def test_query_parsing():
@@ -66,7 +68,7 @@ def test_query_parsing():
     ("f64", b"3", 3.0), ("bool", b"true", True), ("str", b"caf\xc3\xa9", "café"),
 ])
 def test_conversions(kind, raw, value):
-    route = Router([Route("GET", "/q", _h, (Param("v", QUERY, kind),))]).lookup("/q")[0].find("GET")
+    route, _ = Router([Route("GET", "/q", _h, (Param("v", QUERY, kind),))]).resolve("GET", "/q")
     assert route.bind((), b"v=" + raw, b"", None, None) == [value]
 
 
@@ -76,7 +78,7 @@ def test_conversions(kind, raw, value):
     ("str", b"\xff"),
 ])
 def test_bad_conversions(kind, raw):
-    route = Router([Route("GET", "/q", _h, (Param("v", QUERY, kind),))]).lookup("/q")[0].find("GET")
+    route, _ = Router([Route("GET", "/q", _h, (Param("v", QUERY, kind),))]).resolve("GET", "/q")
     with pytest.raises(BindError) as info:
         route.bind((), b"v=" + raw, b"", None, None)
     assert info.value.status == 400 and "'v'" in info.value.reason

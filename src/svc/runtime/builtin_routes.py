@@ -14,6 +14,8 @@ from svc.contract import ResultKind, Route
 
 STREAM_CHUNKS = tuple(f"chunk:{i}\n".encode() for i in range(5))
 STREAM_HEAD_EXTRA = b"Transfer-Encoding: chunked\r\n"
+#: The last chunk, written by the connection once the handler is done (it frames the body).
+STREAM_END = b"0\r\n\r\n"
 
 
 def health() -> bytes:
@@ -23,13 +25,12 @@ def health() -> bytes:
 async def stream(write: Callable[[bytes], None]) -> None:
     """Write the five chunks of /stream, each in its own write, yielding to the loop between.
 
-    The caller has already written the head; uvloop sends each write at once when the socket
-    can take it, so every chunk leaves in its own segment.
+    The connection writes the head before and the last chunk after; uvloop sends each write
+    at once when the socket can take it, so every chunk leaves in its own segment.
     """
     for chunk in STREAM_CHUNKS:
         write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         await asyncio.sleep(0)
-    write(b"0\r\n\r\n")
 
 
 def _websocket_marker() -> None:

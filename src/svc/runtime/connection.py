@@ -135,9 +135,9 @@ class Connection(asyncio.Protocol):
         self.deadline = deadline
 
     def _keeps_alive(self, req: Request) -> bool:
-        """The one keep-alive rule: the client wants it, we are not closing, and the request
-        asked for no upgrade we left unanswered (its later bytes are not HTTP)."""
-        return req.keep_alive and not self.closing and not req.upgrade
+        """The one keep-alive rule: the request allows another after it (the protocol says no
+        for `Connection: close`, HTTP/1.0 and upgrade requests) and we are not closing."""
+        return req.keep_alive and not self.closing
 
     # --- asyncio callbacks -----------------------------------------------------------------
 
@@ -179,7 +179,7 @@ class Connection(asyncio.Protocol):
             self.pending.extend(events)
             self._drain_pending()
             self._flush()
-        if self.phase is WAITING and self.http.in_body:
+        if self.http.in_body and self.phase is WAITING:
             self._start_receiving()
 
     def _queue(self, events: list) -> None:
@@ -337,7 +337,7 @@ class Connection(asyncio.Protocol):
         if self.transport.is_closing():
             return
         self._drain_pending()
-        if self.phase is WAITING and self.http.in_body:
+        if self.http.in_body and self.phase is WAITING:
             self._start_receiving()
 
     def _answer(self, req: Request, route: CompiledRoute, value) -> None:
@@ -371,14 +371,11 @@ class Connection(asyncio.Protocol):
         self._send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
 
     def _send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
-        """Write a rendered response, log it, and wait for the next request or close."""
+        """Write (the rest of) a response, log it, and wait for the next request or linger."""
         self._write(data)
         log = self.app.log
         if not log.quiet:
             log.access(req.method, req.target, status, req.started)
-        self._after_response(keep)
-
-    def _after_response(self, keep: bool) -> None:
         if keep:
             self._enter(WAITING, self.loop.time() + self.app.wait)
         else:
@@ -455,10 +452,10 @@ class Connection(asyncio.Protocol):
 
     def _stream(self, req: Request, route: CompiledRoute) -> None:
         keep = self._keeps_alive(req)
-        self._write(responses.head(200, TEXT, None, keep, builtin_routes.STREAM_HEAD_EXTRA))
+        head = responses.head(200, TEXT, None, keep, builtin_routes.STREAM_HEAD_EXTRA)
         if req.method == "HEAD":
-            self.app.log.access(req.method, req.target, 200, req.started)
-            return self._after_response(keep)
+            return self._send(req, 200, keep, head)
+        self._write(head)
         self._flush()
         self._enter(STREAMING, 0.0)
         self.current = (req, route)
@@ -471,8 +468,7 @@ class Connection(asyncio.Protocol):
         self.task = None
         req, _route = self.current
         self.current = None
-        self.app.log.access(req.method, req.target, 200, req.started)
-        self._after_response(self._keeps_alive(req))
+        self._send(req, 200, self._keeps_alive(req), builtin_routes.STREAM_END)
         self._after_async()
 
     def _upgrade(self, req: Request) -> None:

@@ -250,13 +250,6 @@ class PathEntry:
         allow = ", ".join(sorted(self.routes)).encode("ascii")
         self.refusal = Refusal(405, "method not allowed", b"Allow: " + allow + b"\r\n")
 
-    def find(self, method: str) -> CompiledRoute | None:
-        return self.routes.get(method)
-
-    @property
-    def allow(self) -> bytes:
-        return self.refusal.extra
-
 
 class Router:
     """Static paths by dict lookup; capture paths by segment patterns, most static first."""
@@ -267,47 +260,35 @@ class Router:
         for route in routes:
             path = parse_path(route.path)
             if path.captures:
-                entry = patterns.setdefault(path.segments, PathEntry())
+                # "" first: a pattern lines up with `request_path.split("/")` as it is
+                entry = patterns.setdefault(("",) + path.segments, PathEntry())
             else:
                 entry = self.static.setdefault(route.path, PathEntry())
             entry.add(CompiledRoute(route, path.captures))
+        #: segment count → (pattern, entry) pairs, the patterns with more literal segments first
         self.dynamic: dict[int, list[tuple[tuple[str | None, ...], PathEntry]]] = {}
-        for segments in sorted(patterns, key=lambda s: tuple(seg is None for seg in s)):
-            self.dynamic.setdefault(len(segments), []).append((segments, patterns[segments]))
+        for pattern in sorted(patterns, key=lambda p: tuple(seg is None for seg in p)):
+            self.dynamic.setdefault(len(pattern), []).append((pattern, patterns[pattern]))
 
     def resolve(self, method: str, path: str) -> tuple[CompiledRoute, tuple[bytes, ...]] | Refusal:
-        """The route for a request and its captures (a `Match` pair), or why none takes it
-        (a `Refusal`: 404, or 405 with the path's `Allow` line)."""
+        """The route for a request and its raw captures (a `Match` pair), or why no route
+        takes it (a `Refusal`: 404, or 405 with the path's `Allow` line)."""
         entry = self.static.get(path)
         if entry is not None:  # the common case: answers built once, no allocation
             return entry.matches.get(method) or entry.refusal
-        found = self.lookup(path)
-        if found is None:
-            return NOT_FOUND
-        entry, captures = found
-        route = entry.routes.get(method)
-        if route is None:
-            return entry.refusal
-        return route, captures
-
-    def lookup(self, path: str) -> tuple[PathEntry, tuple[bytes, ...]] | None:
-        """The entry for a raw (still percent-encoded) path and its raw captures, or None."""
-        entry = self.static.get(path)
-        if entry is not None:
-            return entry, ()
-        candidates = self.dynamic.get(path.count("/"))
-        if not candidates:
-            return None
-        segments = path[1:].split("/")
-        for pattern, entry in candidates:
-            captures = []
-            for expected, segment in zip(pattern, segments):
-                if expected is None:
-                    if not segment:
+        candidates = self.dynamic.get(path.count("/") + 1)
+        if candidates:
+            segments = path.split("/")
+            for pattern, entry in candidates:
+                captures = []
+                for expected, segment in zip(pattern, segments):
+                    if expected is None:
+                        if not segment:
+                            break
+                        captures.append(segment.encode("latin-1"))
+                    elif expected != segment:
                         break
-                    captures.append(segment.encode("latin-1"))
-                elif expected != segment:
-                    break
-            else:
-                return entry, tuple(captures)
-        return None
+                else:
+                    route = entry.routes.get(method)
+                    return entry.refusal if route is None else (route, tuple(captures))
+        return NOT_FOUND
