@@ -142,7 +142,7 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
 
 
 def _close_databases() -> None:
-    """Stop the database threads, if the program opened any (db.py is imported by then)."""
+    """Stop the database threads, if the program opened any (svc.runtime.db is imported by then)."""
     db_module = sys.modules.get("svc.runtime.db")
     if db_module is not None:
         db_module.close_all()

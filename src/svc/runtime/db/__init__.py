@@ -1,0 +1,53 @@
+"""The database builtins: `db_open`, `db_exec`, `db_all`, `db_one`, on any database.
+
+Generated code calls these functions; they pick nothing themselves but hand the work to the
+handle they are given (a `Db` of sqlite.py). Every coroutine returns its value or an
+`SvcError` (docs/internals.md, "Database API"), never raises for database problems.
+
+Nothing is opened at import: a worker process that forks after import opens its own
+connections when the program calls `db_open`.
+"""
+
+from __future__ import annotations
+
+import atexit
+
+from svc.runtime.db import sqlite
+from svc.runtime.db.base import ALL, EXEC, ONE, Db
+from svc.runtime.db.rows import RowMismatch
+from svc.runtime.db.sqlite import BUSY_TIMEOUT_SECONDS, resolve_path, set_base_directory
+from svc.runtime.support import SvcError
+
+__all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "RowMismatch", "close_all", "db_all", "db_exec",
+           "db_one", "db_open", "resolve_path", "set_base_directory"]
+
+
+async def db_open(path: str) -> Db | SvcError:
+    """Open a database: an SQLite file (created if needed) or `:memory:`."""
+    return await sqlite.open_file(path)
+
+
+async def db_exec(db: Db, sql: str, *args) -> int | SvcError:
+    """Run one statement; the number of rows it changed (0 for statements that change none)."""
+    return await db._submit(EXEC, sql, args, None)
+
+
+async def db_all(cls: type, db: Db, sql: str, *args) -> list | SvcError:
+    """Every row of a query, each mapped to an instance of `cls`."""
+    return await db._submit(ALL, sql, args, cls)
+
+
+async def db_one(cls: type, db: Db, sql: str, *args) -> object | None | SvcError:
+    """The first row of a query mapped to `cls`, or None when there is no row."""
+    return await db._submit(ONE, sql, args, cls)
+
+
+def close_all() -> None:
+    """Close every open database (server shutdown, end of the program)."""
+    sqlite.close_all()
+
+
+# A program whose `main` returns without serving still closes its databases cleanly (the WAL
+# checkpointed into the file, no -wal/-shm files left behind). Daemon threads are still alive
+# while atexit handlers run.
+atexit.register(close_all)
