@@ -47,6 +47,19 @@ def close_all() -> None:
     sqlite.close_all()
 
 
+def open_database_paths() -> list[str]:
+    """The path of every open database; the worker supervisor (svc.runtime.workers) refuses
+    more than one worker while an in-memory one is open (each worker would see its own)."""
+    return sqlite.open_paths()
+
+
+def reopen_after_fork() -> None:
+    """Called first thing in each worker process (svc.runtime.workers): every handle `main`
+    opened gets fresh connections of the worker's own; nothing is shared across a fork.
+    A database with connections of its own (a PostgreSQL pool) must reopen them here too."""
+    sqlite.reopen_after_fork()
+
+
 # A program whose `main` returns without serving still closes its databases cleanly (the WAL
 # checkpointed into the file, no -wal/-shm files left behind). Daemon threads are still alive
 # while atexit handlers run.
