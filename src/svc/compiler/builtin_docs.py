@@ -48,9 +48,57 @@ DOCS: dict[str, BuiltinDoc] = dict([
     _d("internal_error(reason: str)", "An error of kind internal (a 500; the reason goes to "
        "the log only)."),
     _d("fail(e: Error)", "An error that is e itself, kind and message kept."),
-    _d("error_kind(e: Error) -> str", "The kind of an error: invalid, not_found, internal, "
-       "database, timeout or busy."),
+    _d("error_kind(e: Error) -> str", "The kind of an error: invalid, not_found, conflict, "
+       "unauthorized, forbidden, internal, database, timeout or busy."),
     _d("error_message(e: Error) -> str", "The message of an error."),
+    _d("conflict(reason: str)", "An error of kind conflict (a 409 from a handler)."),
+    _d("unauthorized(reason: str)", "An error of kind unauthorized (a 401 from a handler)."),
+    _d("forbidden(reason: str)", "An error of kind forbidden (a 403 from a handler)."),
+    # text
+    _d("trim(text: str) -> str", "The text without Unicode whitespace at either end."),
+    _d("lower(text: str) -> str", "The text in lower case (Unicode case mapping)."),
+    _d("upper(text: str) -> str", "The text in upper case (Unicode case mapping; ß becomes "
+       "SS)."),
+    _d("contains(x, part) -> bool", "Whether a str holds part as a substring, or a List holds "
+       "an element == part."),
+    _d("starts_with(text: str, prefix: str) -> bool", "Whether text begins with prefix."),
+    _d("ends_with(text: str, suffix: str) -> bool", "Whether text ends with suffix."),
+    _d("replace(text: str, old: str, new: str) -> str", "Every non-overlapping old replaced "
+       "by new (an empty old changes nothing)."),
+    _d("split(text: str, sep: str) -> List[str]", "The pieces of text between the seps (an "
+       "empty sep gives [text])."),
+    _d("join(parts: List[str], sep: str) -> str", "The parts with sep between each two."),
+    _d("parse_f64(text: str) -> Result[f64, Error]", "Reads a decimal number from text, or "
+       "an invalid error (no NaN or infinities)."),
+    _d("to_bytes(text: str) -> bytes", "The UTF-8 bytes of text."),
+    _d("to_str(data) -> Result[str, Error]", "UTF-8 bytes or view[bytes] as a str, or an "
+       "invalid error."),
+    # lists
+    _d("slice(xs: List[T], start: i64, end: i64) -> List[T]", "A new list of the elements "
+       "from start up to end, both clamped to 0..len(xs)."),
+    _d("sorted(xs: List[T]) -> List[T]", "A new list of the elements in ascending order (i64, "
+       "i32, f64 or str)."),
+    _d("reversed(xs: List[T]) -> List[T]", "A new list of the elements in reverse order."),
+    # numbers
+    _d("min(a: T, b: T) -> T", "The smaller of two numbers of one type."),
+    _d("max(a: T, b: T) -> T", "The larger of two numbers of one type."),
+    _d("abs(x: T) -> T", "The absolute value of a number; a fault for the minimum integer."),
+    # time
+    _d("now_ms() -> i64", "The current Unix time in milliseconds (UTC wall clock)."),
+    _d("rfc3339(ms: i64) -> str", "A Unix time in milliseconds as RFC 3339 text in UTC, with "
+       "three fraction digits."),
+    _d("parse_rfc3339(text: str) -> Result[i64, Error]", "RFC 3339 text (Z or an offset) as "
+       "Unix milliseconds, or an invalid error."),
+    # randomness and hashing
+    _d("uuid4() -> str", "A random UUID in lower-case canonical form."),
+    _d("random_token(n: i64) -> str", "n (1 to 1024) secure random bytes as URL-safe base64 "
+       "without padding."),
+    _d("sha256_hex(data) -> str", "The SHA-256 digest of a str, bytes or view[bytes] in "
+       "lower-case hex."),
+    _d("hmac_sha256_hex(key, message) -> str", "The HMAC-SHA256 of message under key (each "
+       "str, bytes or view[bytes]) in lower-case hex."),
+    _d("constant_time_eq(a: str, b: str) -> bool", "Whether a == b, in a time that does not "
+       "depend on where they differ."),
     # tests (`svcc test`)
     _d("assert_true(condition: bool)", "Fails the running test when condition is False."),
     _d("assert_eq(actual: T, expected: T)", "Fails the running test when the two values "

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from svc.compiler.types import BOOL, DB, ERROR, F64, HTML, I32, I64, STR, UNIT, ResultOf, Type
+from svc.compiler.types import (
+    BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, UNIT, ListOf, ResultOf, Type,
+)
 
 # Parameter kinds: an argument must be ...
 INTEGER_OR_FLOAT = "number"  # i64, i32 or f64
@@ -26,6 +28,10 @@ DB_ARG = "db_arg"  # scalar or T? of a scalar, or view[bytes]: a SQL argument
 LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
 OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
 SAME_AS_FIRST = "same_as_first"  # a value of the first argument's type (`assert_eq`)
+STR_OR_LIST = "str_or_list"  # str or any List[T] (`contains`)
+PART = "part"  # a str in a str, an element in a List (the second argument of `contains`)
+BYTES_OR_VIEW = "bytes_or_view"  # bytes or view[bytes] (`to_str`)
+SORTABLE_LIST = "sortable_list"  # List[i64], List[i32], List[f64] or List[str] (`sorted`)
 
 Kind = str
 ParamSpec = Union[Type, Kind]
@@ -82,6 +88,40 @@ BUILTINS: dict[str, Builtin] = dict(
         _b("fail", (ERROR,), FROM_CONTEXT),
         _b("error_kind", (ERROR,), STR),
         _b("error_message", (ERROR,), STR),
+        _b("conflict", (STR,), FROM_CONTEXT),
+        _b("unauthorized", (STR,), FROM_CONTEXT),
+        _b("forbidden", (STR,), FROM_CONTEXT),
+        # text (the standard library, runtime/stdlib.py)
+        _b("trim", (STR,), STR),
+        _b("lower", (STR,), STR),
+        _b("upper", (STR,), STR),
+        _b("contains", (STR_OR_LIST, PART), BOOL),
+        _b("starts_with", (STR, STR), BOOL),
+        _b("ends_with", (STR, STR), BOOL),
+        _b("replace", (STR, STR, STR), STR),
+        _b("split", (STR, STR), ListOf(STR)),
+        _b("join", (ListOf(STR), STR), STR),
+        _b("parse_f64", (STR,), ResultOf(F64)),
+        _b("to_bytes", (STR,), BYTES),
+        _b("to_str", (BYTES_OR_VIEW,), ResultOf(STR)),
+        # lists
+        _b("slice", (LIST, I64, I64), SAME_AS_ARG),
+        _b("sorted", (SORTABLE_LIST,), SAME_AS_ARG),
+        _b("reversed", (LIST,), SAME_AS_ARG),
+        # numbers
+        _b("min", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG),
+        _b("max", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG),
+        _b("abs", (INTEGER_OR_FLOAT,), SAME_AS_ARG),
+        # time
+        _b("now_ms", (), I64),
+        _b("rfc3339", (I64,), STR),
+        _b("parse_rfc3339", (STR,), ResultOf(I64)),
+        # randomness and hashing
+        _b("uuid4", (), STR),
+        _b("random_token", (I64,), STR),
+        _b("sha256_hex", (TEXT,), STR),
+        _b("hmac_sha256_hex", (TEXT, TEXT), STR),
+        _b("constant_time_eq", (STR, STR), BOOL),
         # tests (`svcc test`)
         _b("assert_true", (BOOL,), UNIT),
         _b("assert_eq", (ANY, SAME_AS_FIRST), UNIT),
@@ -126,4 +166,7 @@ KIND_TEXT = {
     TEXT: "str, bytes or view[bytes]",
     DB_ARG: "i64, i32, f64, bool, str, bytes or T? of those",
     LITERAL_PATH: "a string literal",
+    STR_OR_LIST: "str or a List",
+    BYTES_OR_VIEW: "bytes or view[bytes]",
+    SORTABLE_LIST: "List[i64], List[i32], List[f64] or List[str]",
 }

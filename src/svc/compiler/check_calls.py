@@ -260,6 +260,10 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, lst.elem if isinstance(lst, ListOf) else UNKNOWN, what)
         if spec == B.SAME_AS_FIRST:
             return self.expect(arg, earlier[0] if earlier else UNKNOWN, what)
+        if spec == B.PART:  # `contains`: a str in a str, an element in a List
+            first = earlier[0] if earlier else UNKNOWN
+            want = first.elem if isinstance(first, ListOf) else STR if first == STR else UNKNOWN
+            return self.expect(arg, want, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
         t = self.expr(arg, None)
@@ -280,6 +284,12 @@ class CallChecker(ExpressionChecker):
             return is_json_type(t, self.checker.field_types)
         if kind == B.TEXT:
             return t in (STR, BYTES, VIEW_BYTES)
+        if kind == B.STR_OR_LIST:
+            return t == STR or isinstance(t, ListOf)
+        if kind == B.BYTES_OR_VIEW:
+            return t in (BYTES, VIEW_BYTES)
+        if kind == B.SORTABLE_LIST:
+            return isinstance(t, ListOf) and t.elem in NUMBERS + (STR,)
         if kind == B.DB_ARG:
             return is_scalar_or_optional(t) or t in (VIEW_BYTES, NONE)
         return t != NONE  # ANY

@@ -20,7 +20,7 @@ from svc.compiler.program import FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.types import (
     BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
-    Type, View, contains_view, format_type,
+    Type, View, contains_view, format_type, is_json_type,
 )
 from svc.contract import I32_MAX, I32_MIN
 
@@ -31,6 +31,8 @@ ARITHMETIC = ("+", "-", "*", "/", "%")
 EQUALITY = ("==", "!=")
 ORDERING = ("<", ">", "<=", ">=")
 VIEW_BYTES = View(BYTES)
+#: What `str(x)` and an f-string's `{x}` can format.
+FORMATTABLE = (STR, I64, I32, F64, BOOL)
 #: The type of `[]` where the context gives no element type (after an error, or compared).
 EMPTY_LIST = ListOf(UNKNOWN)
 
@@ -126,6 +128,19 @@ class ExpressionChecker:
         return F64
 
     def e_StrLit(self, e, expected) -> Type:
+        return STR
+
+    def e_FString(self, e: syntax.FString, expected) -> Type:
+        """Each `{expr}` is formatted as `str(x)` would: a str, integer, f64 or bool."""
+        for part in e.parts:
+            if isinstance(part, str):
+                continue
+            t = self.expr(part)
+            if t not in FORMATTABLE and t != UNKNOWN:
+                how = "json_encode(x)" if is_json_type(t, self.checker.field_types) else \
+                    "a function that returns a str"
+                self.error(f"an f-string cannot format {fmt(t)} (only str, i64, i32, f64 and "
+                           f"bool); format it with {how}", part.span)
         return STR
 
     def e_BoolLit(self, e, expected) -> Type:

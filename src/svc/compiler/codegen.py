@@ -25,6 +25,7 @@ import copy
 import keyword
 
 from svc.compiler import route_table
+from svc.compiler.codegen_stdlib import fstring, stdlib_function
 from svc.compiler import syntax as S
 from svc.compiler import types as T
 from svc.compiler.program import CheckedProgram
@@ -445,6 +446,9 @@ class _ModuleGen:
     def expr_Index(self, e: S.Index) -> ast.expr:
         return _call(self.rt("index"), [self.expr(e.value), self.expr(e.index)])
 
+    def expr_FString(self, e: S.FString) -> ast.expr:
+        return fstring(e, self.expr)
+
     def expr_ListLit(self, e: S.ListLit) -> ast.expr:
         return ast.List(elts=[self.expr(x) for x in e.elements], ctx=ast.Load())
 
@@ -555,6 +559,8 @@ class _ModuleGen:
             return _call(self.runtime("assertions", name), args + [where])
         if name in _SUPPORT_CALLS:
             return _call(self.rt(_SUPPORT_CALLS[name]), args)
+        if stdlib_function(name, arg_type):
+            return _call(self.runtime("stdlib", stdlib_function(name, arg_type)), args)
         raise CodegenError(f"unknown builtin {name!r}")
 
     def type_value(self, t: T.Type) -> ast.expr:

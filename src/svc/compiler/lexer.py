@@ -4,9 +4,9 @@ It works line by line (strings never span lines) with one compiled master regex 
 it stays fast on large files. Bad input never raises: each problem becomes a `Diagnostic` and
 lexing goes on, so one file reports all its lexical errors at once.
 
-Token kinds: "name", "int", "float", "str", "newline", "indent", "dedent", "eof"; keywords
-and operators use their own text as the kind ("def", "+=", "(", ...). `true`, `false` and
-`null` are lexed as "True", "False" and "None".
+Token kinds: "name", "int", "float", "str", "fstr" (lex_fstring.py), "newline", "indent",
+"dedent", "eof"; keywords and operators use their own text as the kind ("def", "+=", "(",
+...). `true`, `false` and `null` are lexed as "True", "False" and "None".
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 
 from svc.compiler.diagnostics import Diagnostic
+from svc.compiler.lex_fstring import scan_fstring
 from svc.compiler.source import SourceFile, Span
 
 KEYWORDS = frozenset(
@@ -37,6 +38,7 @@ _MASTER = re.compile(
     (?:
     (?P<comment>\#.*)
   | (?P<number>[0-9][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]*)?)
+  | (?P<fstr>f(?=["']))
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<str>"[^"\\]*"|'[^'\\]*')
   | (?P<strslow>["'])
@@ -98,6 +100,7 @@ _DESCRIPTIONS = {
     "indent": "an indented block",
     "dedent": "end of block",
     "eof": "end of file",
+    "fstr": "an f-string",
 }
 
 
@@ -190,7 +193,9 @@ class _Lexer:
             self.indents.append(level)
             self.add("indent", "bad", number, col, col)
 
-    def scan(self, number: int, text: str, pos: int) -> None:
+    def scan(self, number: int, text: str, pos: int, in_braces: bool = False) -> int:
+        """Lex `text` from `pos` to the end of the line; inside an f-string's braces, up to
+        the first `}` outside a string, whose index is returned (else the line's end)."""
         match = _MASTER.match
         append = self.tokens.append
         file = self.file
@@ -198,7 +203,9 @@ class _Lexer:
         while pos < end:
             m = match(text, pos)
             if m is None:
-                pos = self.bad_chars(number, text, pos)
+                if in_braces and text[pos:].lstrip(" \t")[:1] == "}":
+                    return text.index("}", pos)
+                pos = self.bad_chars(number, text, pos, in_braces)
                 continue
             kind = m.lastgroup
             stop = m.end()
@@ -221,9 +228,12 @@ class _Lexer:
                 self.add("str", m.group(kind)[1:-1], number, pos + 1, stop + 1)
             elif kind == "strslow":
                 stop = self.string(number, text, pos)
+            elif kind == "fstr":
+                stop = scan_fstring(self, number, text, pos)
             elif kind == "comment" or kind == "end":
                 break
             pos = stop
+        return end
 
     def close(self, closer: str) -> None:
         """Pop the brackets up to the matching opener (a mismatched one is the parser's to
@@ -234,14 +244,15 @@ class _Lexer:
                 del self.brackets[i:]
                 return
 
-    def bad_chars(self, number: int, text: str, pos: int) -> int:
+    def bad_chars(self, number: int, text: str, pos: int, in_braces: bool = False) -> int:
         """Report a run of characters that start no token once; returns the index after it."""
         while text[pos] in " \t":
             pos += 1  # the master pattern skips blanks before a token; the bad one is after them
         char = text[pos]
         shown = char if char.isprintable() else f"U+{ord(char):04X}"
         end = pos + 1
-        while end < len(text) and _MASTER.match(text, end) is None:
+        while end < len(text) and _MASTER.match(text, end) is None and not (
+                in_braces and text[end] == "}"):
             end += 1
         self.error(f"unexpected character '{shown}'{_HINTS.get(char, '')}", number, pos + 1)
         return end

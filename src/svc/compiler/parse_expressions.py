@@ -23,7 +23,7 @@ COMPARISON_PREC = 4
 BINARY_PREC = {"or": 1, "and": 2, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6,
                **{op: COMPARISON_PREC for op in COMPARISONS}}
 #: Tokens that can start an expression (used to tell `return` from `return e`).
-EXPR_START = frozenset(("name", "int", "float", "str", "(", "[", "-", "not", "await", "try",
+EXPR_START = frozenset(("name", "int", "float", "str", "fstr", "(", "[", "-", "not", "await", "try",
                         "True", "False", "None"))
 
 
@@ -231,6 +231,10 @@ class ExpressionParser(TokenCursor):
         if kind == "float":
             self.advance()
             return ast.FloatLit(tok.span, tok.value)
+        if kind == "fstr":
+            self.advance()
+            return ast.FString(tok.span, [p if isinstance(p, str) else self.embedded(p)
+                                          for p in tok.value])
         if kind in ("True", "False"):
             self.advance()
             return ast.BoolLit(tok.span, kind == "True")
@@ -242,6 +246,20 @@ class ExpressionParser(TokenCursor):
         if kind == "[":
             return self.list_literal()
         raise self.fail(f"expected an expression, found {tok.describe()}")
+
+    def embedded(self, tokens: list[Token]) -> ast.Expr:
+        """The expression between an f-string's braces, parsed from its own tokens (they
+        end with the `}`), then back to the tokens of the line."""
+        saved = self.tokens, self.pos, self.tok, self.prev
+        self.tokens, self.pos, self.tok = tokens, 0, tokens[0]
+        try:
+            node = self.expr()
+            if not self.at("}"):
+                raise self.fail(f"expected '}}' after the expression in the f-string, found "
+                                f"{self.tok.describe()}")
+            return node
+        finally:
+            self.tokens, self.pos, self.tok, self.prev = saved
 
     def negated(self) -> bool:
         """Is the literal just consumed the direct operand of a unary minus written right
@@ -275,4 +293,4 @@ class ExpressionParser(TokenCursor):
 
 
 #: Token kinds that end an operand: a `-` after one of these is binary, not unary.
-_VALUE_END = frozenset(("name", "int", "float", "str", ")", "]", "True", "False", "None"))
+_VALUE_END = frozenset(("name", "int", "float", "str", "fstr", ")", "]", "True", "False", "None"))

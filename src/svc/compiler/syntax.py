@@ -73,6 +73,14 @@ class StrLit(Expr):
 
 
 @dataclass(eq=False)
+class FString(Expr):
+    """`f"Hello, {name}!"`: literal text (escapes and `{{ }}` decoded) and the expressions
+    between braces, in order; each expression keeps its own place inside the literal."""
+
+    parts: list[Union[str, Expr]]
+
+
+@dataclass(eq=False)
 class BoolLit(Expr):
     value: bool
 

@@ -25,6 +25,9 @@ _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 STATUS_BY_KIND = {
     "invalid": 400,
     "not_found": 404,
+    "conflict": 409,
+    "unauthorized": 401,
+    "forbidden": 403,
     "internal": 500,
     "database": 500,
     "timeout": 504,
