@@ -229,7 +229,8 @@ class Connection(asyncio.Protocol):
 
     def _drain_pending(self) -> None:
         pending = self.pending
-        while pending and (self.phase is WAITING or self.phase is RECEIVING):
+        while pending and (self.phase is WAITING or self.phase is RECEIVING) \
+                and not self.transport.is_closing():
             self._dispatch(pending.popleft())
         if self.paused and not pending:
             self.paused = False
