@@ -12,11 +12,13 @@ import asyncio
 import errno
 import os
 import signal
+import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Route
-from svc.runtime import builtin_routes
+from svc.runtime import builtin_routes, workers
 from svc.runtime.connection import App, Connection
 from svc.runtime.routing import Router
 from svc.runtime.serverlog import ServerLog
@@ -32,7 +34,21 @@ SHUTDOWN_TICK = 0.02
 
 
 async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
-    """Serve `routes` (plus /health, /stream, /ws) on 127.0.0.1:port until SIGINT/SIGTERM."""
+    """Serve `routes` (plus /health, /stream, /ws) on 127.0.0.1:port until SIGINT/SIGTERM.
+
+    With `SVC_WORKERS` above 1 this process becomes the supervisor of that many worker
+    processes (svc.runtime.workers), each serving through `serve_worker`; unset or 1, it
+    serves here, with no supervisor and nothing more to pay.
+    """
+    if os.environ.get(workers.VARIABLE) is not None:
+        count = workers.worker_count_from_env()
+        if isinstance(count, SvcError):
+            return count
+        if count > 1:
+            wait = wait_seconds_from_env()  # refused once, by the supervisor, not per worker
+            if isinstance(wait, SvcError):
+                return wait
+            return await workers.supervise(db, port, routes, count, serve_worker)
     watchdog = Watchdog(asyncio.get_running_loop())
     try:
         return await _serve(db, port, routes)
@@ -40,7 +56,19 @@ async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
         watchdog.stop()
 
 
-async def _serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
+async def serve_worker(db: Any, listener: socket.socket, routes: list[Route],
+                       ready: Callable[[], None]) -> None | SvcError:
+    """One worker process of several: serve on the `listener` the supervisor made, and call
+    `ready()` where a single server prints its listening line (the supervisor prints it once)."""
+    watchdog = Watchdog(asyncio.get_running_loop())
+    try:
+        return await _serve(db, listener.getsockname()[1], routes, listener, ready)
+    finally:
+        watchdog.stop()
+
+
+async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socket | None = None,
+                 ready: Callable[[], None] | None = None) -> None | SvcError:
     wait = wait_seconds_from_env()
     if isinstance(wait, SvcError):
         return wait
@@ -51,8 +79,12 @@ async def _serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
     log = ServerLog(quiet=os.environ.get("SVC_LOG", "").strip().lower() == "quiet")
     app = App(loop, Router(tuple(builtin_routes.ROUTES) + tuple(routes)), db, wait, log)
     try:
-        server = await loop.create_server(lambda: Connection(app), "127.0.0.1", port,
-                                          backlog=8192, reuse_address=True)
+        if listener is not None:
+            server = await loop.create_server(lambda: Connection(app), sock=listener,
+                                              backlog=workers.LISTEN_BACKLOG)
+        else:
+            server = await loop.create_server(lambda: Connection(app), "127.0.0.1", port,
+                                              backlog=workers.LISTEN_BACKLOG, reuse_address=True)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             return SvcError("invalid", f"port {port} is already in use")
@@ -63,7 +95,10 @@ async def _serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
     # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
     # it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it short.
     installed = _install_stop_handlers(loop, stop)
-    print(f"listening on http://127.0.0.1:{bound}", flush=True)
+    if ready is None:
+        print(f"listening on http://127.0.0.1:{bound}", flush=True)
+    else:
+        ready()
     try:
         await stop.wait()
     finally:

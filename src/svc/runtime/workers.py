@@ -1,0 +1,386 @@
+"""Every core: `SVC_WORKERS=N` runs `serve` in N worker processes on the one port.
+
+`main` has run once, in this process, by the time `serve` is called. With more than one
+worker, `serve` (server.py) hands over to `supervise`: this process binds the listening
+socket, forks the workers, prints the listening line once all of them are listening, and then
+only watches them. Each worker escapes the parent's event loop, reopens the program's
+databases (`svc.runtime.db.reopen_after_fork`: no connection is shared across a fork), and
+runs the ordinary server (`server.serve_worker`) on a fresh event loop, with its own watchdog
+and deadline sweeper, accepting from the shared listening socket.
+
+Why one shared listening socket and not SO_REUSEPORT per worker: measured here (wrk, 64
+connections for 5 s, two workers), the shared socket split the work as evenly, and it keeps
+connections safe when a worker dies: with SO_REUSEPORT each worker has its own accept queue,
+and the connections waiting in a killed worker's queue are reset; with one shared queue they
+are accepted by the worker still alive (docs/decisions.md).
+
+The supervisor replaces a worker that dies (logged on stderr) within `POLL_SECONDS`; a worker
+that dies within a second of starting is replaced after a second, so a program that cannot
+start does not fork in a tight loop. SIGINT/SIGTERM stop the workers with SIGTERM (each shuts
+down gracefully, as a single server does) and `serve` returns once every one has exited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from svc.contract import PROCESSING_LIMIT, Route
+from svc.runtime.support import SvcError
+
+VARIABLE = "SVC_WORKERS"
+#: The listening socket's queue of connections not yet accepted (10,000 may arrive at once).
+LISTEN_BACKLOG = 8192
+#: How often the supervisor looks for workers that died.
+POLL_SECONDS = 0.1
+#: A worker that dies younger than this is replaced only after this long.
+MIN_LIFETIME = 1.0
+#: How long all workers may take to start listening.
+STARTUP_SECONDS = 60.0
+#: How long stopping workers may take before they are killed: their own grace, and a margin.
+STOP_SECONDS = 2 * PROCESSING_LIMIT + 5.0
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+#: server.serve_worker(db, listener, routes, ready): one worker's server, passed in so that
+#: this module does not import the server (which imports this one).
+ServeWorker = Callable[[Any, socket.socket, list, Callable[[], None]], Awaitable[Any]]
+
+
+def worker_count_from_env() -> int | SvcError:
+    """`SVC_WORKERS`: a positive integer, or `auto` for the CPUs this process may use."""
+    raw = os.environ.get(VARIABLE, "1")
+    text = raw.strip().lower()
+    if text == "auto":
+        return available_cpus()
+    if text.isascii() and text.isdigit() and int(text) > 0:
+        return int(text)
+    return SvcError("invalid", f"{VARIABLE} must be a positive integer or 'auto' (got {raw!r})")
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, which containers and `taskset`
+    narrow), else the machine's count."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # macOS has no affinity masks
+        return max(1, os.cpu_count() or 1)
+
+
+async def supervise(db: Any, port: int, routes: list[Route], count: int,
+                    serve_worker: ServeWorker) -> None | SvcError:
+    """Serve with `count` worker processes, each running `serve_worker` (server.py's); returns
+    after SIGINT/SIGTERM once all have exited, or a startup error (nothing is left running)."""
+    problem = _startup_problem(port)
+    if problem is not None:
+        return problem
+    listener = _listen(port)
+    if isinstance(listener, SvcError):
+        return listener
+    supervisor = Supervisor(db, listener, routes, count, serve_worker)
+    try:
+        return await supervisor.run()
+    finally:
+        listener.close()
+        _close_databases()
+
+
+def _startup_problem(port: Any) -> SvcError | None:
+    """What must be refused before any worker starts, each named once, by the supervisor."""
+    if not hasattr(os, "fork"):
+        return SvcError("invalid", f"{VARIABLE} above 1 needs an operating system that can "
+                                   f"fork worker processes, and this one cannot")
+    if not isinstance(port, int) or not 0 <= port <= 65535:
+        return SvcError("invalid", f"invalid port {port}")
+    db_module = sys.modules.get("svc.runtime.db")
+    if db_module is not None and ":memory:" in db_module.open_database_paths():
+        return SvcError("invalid", f"{VARIABLE} above 1 cannot serve an in-memory database "
+                                   f"(:memory:): each worker would see a different one; "
+                                   f"use a database file")
+    return None
+
+
+def _listen(port: int) -> socket.socket | SvcError:
+    """The one listening socket every worker accepts from, made before the workers fork."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(LISTEN_BACKLOG)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == 98 or "in use" in str(exc).lower():
+            return SvcError("invalid", f"port {port} is already in use")
+        return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+    return sock
+
+
+def _close_databases() -> None:
+    db_module = sys.modules.get("svc.runtime.db")
+    if db_module is not None:
+        db_module.close_all()
+
+
+@dataclass
+class Worker:
+    pid: int
+    started: float  # time.monotonic() at fork
+    report: asyncio.Task | None = None  # reads its startup report: "ready" or an error line
+
+
+class Supervisor:
+    """Forks the workers, prints the listening line once, replaces the dead, stops them all."""
+
+    def __init__(self, db: Any, listener: socket.socket, routes: list[Route], count: int,
+                 serve_worker: ServeWorker) -> None:
+        self.db = db
+        self.serve_worker = serve_worker
+        self.listener = listener
+        self.routes = routes
+        self.count = count
+        self.workers: dict[int, Worker] = {}  # slot → its current worker
+        self.stop = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+
+    async def run(self) -> None | SvcError:
+        installed = _install_stop_handlers(self.loop, self.stop)
+        try:
+            failure = await self._start_all()
+            if failure is None and not self.stop.is_set():
+                port = self.listener.getsockname()[1]
+                print(f"listening on http://127.0.0.1:{port}", flush=True)
+                await self._watch()
+            await self._stop_all()
+            return failure
+        finally:
+            for signum in installed:
+                self.loop.remove_signal_handler(signum)
+
+    async def _start_all(self) -> SvcError | None:
+        """Fork every worker and wait until each is listening; the first failure stops all."""
+        gc.freeze()  # objects made by main stay untouched by the workers' collections (COW)
+        for slot in range(self.count):
+            self.workers[slot] = self._fork()
+        reports = asyncio.gather(*(w.report for w in self.workers.values()))
+        stopped = asyncio.ensure_future(self.stop.wait())
+        done, _ = await asyncio.wait({reports, stopped}, timeout=STARTUP_SECONDS,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if reports not in done:
+            reports.cancel()
+            return None if stopped in done else SvcError("internal", "workers did not start")
+        for text in reports.result():
+            if text != "ready":
+                return SvcError("invalid", text or "a worker exited while starting")
+        return None
+
+    def _fork(self) -> Worker:
+        """Start one worker process; its startup report arrives on a pipe of its own."""
+        read_end, write_end = os.pipe()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            pid = os.fork()
+            if pid == 0:  # the worker: never returns into the supervisor's coroutines
+                os.close(read_end)
+                status = 1
+                try:
+                    status = _worker_main(self, write_end, blocked)
+                finally:
+                    os._exit(status)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            os.close(write_end)
+        return Worker(pid, time.monotonic(), asyncio.ensure_future(_read_report(read_end)))
+
+    async def _watch(self) -> None:
+        """Until SIGINT/SIGTERM: reap workers that died, log them, start their successors."""
+        while not self.stop.is_set():
+            try:
+                await asyncio.wait_for(self.stop.wait(), POLL_SECONDS)
+            except asyncio.TimeoutError:
+                pass
+            if self.stop.is_set():
+                return
+            for slot, worker in list(self.workers.items()):
+                ended = _reap(worker.pid)
+                if ended is None:
+                    continue
+                lived = time.monotonic() - worker.started
+                _log(f"worker {worker.pid} {ended}; starting a new one")
+                if lived < MIN_LIFETIME:
+                    await asyncio.sleep(MIN_LIFETIME - lived)
+                    if self.stop.is_set():
+                        del self.workers[slot]
+                        return
+                self.workers[slot] = self._fork()
+                self.workers[slot].report.add_done_callback(_log_failed_start)
+
+    async def _stop_all(self) -> None:
+        """SIGTERM every worker (each finishes its requests in flight), wait, kill stragglers."""
+        alive = {w.pid for w in self.workers.values()}
+        for pid in alive:
+            _signal(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_SECONDS
+        while alive and time.monotonic() < deadline:
+            alive = {pid for pid in alive if _reap(pid) is None}
+            if alive:
+                await asyncio.sleep(0.02)
+        for pid in alive:
+            _signal(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        for worker in self.workers.values():
+            if worker.report is not None:
+                worker.report.cancel()
+
+
+def _install_stop_handlers(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
+    installed = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            pass
+    return installed
+
+
+def _reap(pid: int) -> str | None:
+    """How the worker ended if it has (`exited with status 1`, `killed by signal 9`)."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "is gone"
+    if done == 0:
+        return None
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _log(message: str) -> None:
+    try:
+        sys.stderr.write(f"svc: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _log_failed_start(report: asyncio.Task) -> None:
+    if not report.cancelled() and report.result() not in ("ready", ""):
+        _log(f"a new worker could not start: {report.result()}")
+
+
+async def _read_report(fd: int) -> str:
+    """Everything a worker writes on its report pipe until it closes it: `ready`, an error
+    line, or nothing (it died before saying)."""
+    loop = asyncio.get_running_loop()
+    chunks: list[bytes] = []
+    closed = loop.create_future()
+
+    def readable() -> None:
+        data = os.read(fd, 4096)
+        if data:
+            chunks.append(data)
+        elif not closed.done():
+            closed.set_result(None)
+
+    loop.add_reader(fd, readable)
+    try:
+        await closed
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace").strip()
+
+
+# --- inside a worker process --------------------------------------------------------------------
+
+def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
+    """The worker: leave the parent's loop behind, reopen the databases, serve on a new loop.
+
+    The exit status is 0 after a graceful stop, 1 when it could not serve (its reason went to
+    the supervisor on `report_fd`).
+    """
+    reported = False
+
+    def report(text: str) -> None:
+        nonlocal reported
+        if not reported:
+            reported = True
+            try:
+                os.write(report_fd, text.encode("utf-8", "replace"))
+            finally:
+                os.close(report_fd)
+
+    try:
+        _leave_parent_loop(signal_mask)
+        _stop_with_parent()
+        db_module = sys.modules.get("svc.runtime.db")
+        if db_module is not None:
+            db_module.reopen_after_fork()
+        loop = _new_event_loop()
+        asyncio.set_event_loop(loop)
+        result = loop.run_until_complete(supervisor.serve_worker(
+            supervisor.db, supervisor.listener, supervisor.routes, lambda: report("ready")))
+        if isinstance(result, SvcError):
+            report(result.message)
+            return 1
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - a worker never shows a traceback
+        report(f"internal error in a worker: {type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+
+
+def _leave_parent_loop(signal_mask) -> None:
+    """Forget the supervisor's event loop (never close it: its epoll set is shared with the
+    parent) and its signal handling, then let signals in again."""
+    asyncio.events._set_running_loop(None)
+    signal.set_wakeup_fd(-1)  # the parent's loop reads signal numbers from that descriptor
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)  # until the worker's loop installs its own
+    signal.pthread_sigmask(signal.SIG_SETMASK, signal_mask)
+
+
+def _stop_with_parent() -> None:
+    """On Linux, a worker whose supervisor was killed (kill -9) gets SIGTERM and stops
+    gracefully rather than holding the port with nobody to stop it."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the supervisor died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
