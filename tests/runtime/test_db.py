@@ -279,12 +279,15 @@ def test_sql_problems_are_database_errors_naming_the_problem(tmp_path):
         ]
 
     errors = run(main())
-    expected = ["syntax error", "UNIQUE constraint failed: u.email",
-                "NOT NULL constraint failed: u.email", "FOREIGN KEY constraint failed",
-                "no such table: missing_table", "one statement at a time"]
-    for err, text in zip(errors, expected):
-        assert isinstance(err, SvcError) and err.kind == "database", err
-        assert text in err.message, err.message
+    # constraint violations are conflict/invalid with SQLite's message as the logged detail
+    expected = [("database", "syntax error"), ("conflict", "UNIQUE constraint failed: u.email"),
+                ("invalid", "NOT NULL constraint failed: u.email"),
+                ("conflict", "FOREIGN KEY constraint failed"),
+                ("database", "no such table: missing_table"),
+                ("database", "one statement at a time")]
+    for err, (kind, text) in zip(errors, expected):
+        assert isinstance(err, SvcError) and err.kind == kind, err
+        assert text in (err.detail or err.message), (err.message, err.detail)
 
 
 def test_locked_database_is_a_database_error(tmp_path, monkeypatch):

@@ -135,7 +135,7 @@ def error_for(err: SvcError) -> tuple[int, bytes, str | None]:
     status = STATUS_BY_KIND.get(err.kind, 500)
     if status == 500:
         return 500, INTERNAL, f"{err.kind} error: {err.message}"
-    return status, error_body(err.message), None
+    return status, error_body(err.message), err.detail
 
 
 def encode_result(value: object, floats: bool) -> bytes:

@@ -36,13 +36,17 @@ STATUS_BY_KIND = {
 
 
 class SvcError:
-    """An svc `Error` value. `Result` is unboxed: an error result *is* an SvcError instance."""
+    """An svc `Error` value. `Result` is unboxed: an error result *is* an SvcError instance.
 
-    __slots__ = ("kind", "message")
+    `detail`, when set, is for the server log only (a constraint violation's database
+    message and SQL); it is no part of the value (`==`, `error_message`)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    __slots__ = ("kind", "message", "detail")
+
+    def __init__(self, kind: str, message: str, detail: str | None = None) -> None:
         self.kind = kind
         self.message = message
+        self.detail = detail
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SvcError) and (self.kind, self.message) == (other.kind, other.message)

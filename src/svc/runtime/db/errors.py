@@ -7,6 +7,7 @@ gone or a server that is stopping is `busy` (503).
 
 from __future__ import annotations
 
+from svc.runtime.db import constraints
 from svc.runtime.support import SvcError
 
 
@@ -21,5 +22,10 @@ def shorten(sql: str, limit: int = 200) -> str:
 
 
 def statement_failed(exc: BaseException, sql: str) -> SvcError:
-    """A statement the database refused: the database's reason and the SQL."""
-    return SvcError("database", f"{exc} (in SQL: {shorten(sql)})")
+    """A statement the database refused: the database's reason and the SQL. A violated
+    constraint is `conflict` or `invalid` instead (constraints.py), with both in the log."""
+    detail = f"{exc} (in SQL: {shorten(sql)})"
+    category = constraints.category_of(exc)
+    if category is not None:
+        return constraints.constraint_error(category, detail)
+    return SvcError("database", detail)
