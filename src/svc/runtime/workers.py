@@ -8,11 +8,14 @@ databases (`svc.runtime.db.reopen_after_fork`: no connection is shared across a 
 runs the ordinary server (`server.serve_worker`) on a fresh event loop, with its own watchdog
 and deadline sweeper, accepting from the shared listening socket.
 
-Why one shared listening socket and not SO_REUSEPORT per worker: measured here (wrk, 64
-connections for 5 s, two workers), the shared socket split the work as evenly, and it keeps
-connections safe when a worker dies: with SO_REUSEPORT each worker has its own accept queue,
-and the connections waiting in a killed worker's queue are reset; with one shared queue they
-are accepted by the worker still alive (docs/decisions.md).
+How connections reach the workers: on Linux each worker listens on a socket of its own in
+one SO_REUSEPORT group, and the kernel spreads new connections over them by a hash of the
+address pair. Measured here (wrk, 64 connections for 5 s, two workers) that split the
+connections 30-46 to 37-39, where one shared listening socket split them as badly as 59-5:
+a worker woken for a new connection accepts every one waiting, so whichever wakes first takes
+most, and throughput suffered with it (docs/decisions.md). The price: connections waiting in
+a killed worker's own queue are reset. Elsewhere (macOS, BSD: SO_REUSEPORT does not balance
+there) the workers accept from one shared listening socket.
 
 The supervisor replaces a worker that dies (logged on stderr) within `POLL_SECONDS`; a worker
 that dies within a second of starting is replaced after a second, so a program that cannot
@@ -23,6 +26,7 @@ down gracefully, as a single server does) and `serve` returns once every one has
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import os
 import signal
@@ -107,20 +111,60 @@ def _startup_problem(port: Any) -> SvcError | None:
     return None
 
 
+#: Linux spreads connections over the listening sockets of one SO_REUSEPORT group evenly;
+#: BSD and macOS give them all to the last socket bound, so there the workers share one.
+KERNEL_BALANCES = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
 def _listen(port: int) -> socket.socket | SvcError:
-    """The one listening socket every worker accepts from, made before the workers fork."""
+    """The supervisor's socket on the port, made before the workers fork.
+
+    Where the kernel balances (Linux) it is only bound, to hold the port and learn its number
+    when the program asked for port 0, and every worker listens on a socket of its own in the
+    same SO_REUSEPORT group (`_worker_listener`). Elsewhere it listens, and every worker
+    accepts from it.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if KERNEL_BALANCES:
+            _refuse_taken_port(port)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(("127.0.0.1", port))
-        sock.listen(LISTEN_BACKLOG)
+        if not KERNEL_BALANCES:
+            sock.listen(LISTEN_BACKLOG)
         sock.setblocking(False)
     except OSError as exc:
         sock.close()
-        if exc.errno == 98 or "in use" in str(exc).lower():
+        if exc.errno == errno.EADDRINUSE:
             return SvcError("invalid", f"port {port} is already in use")
         return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     return sock
+
+
+def _refuse_taken_port(port: int) -> None:
+    """Raise EADDRINUSE when anything listens on the port, SO_REUSEPORT or not: binding with
+    SO_REUSEPORT would otherwise join another program's group and share its traffic."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+
+
+def _worker_listener(supervisor_socket: socket.socket) -> socket.socket:
+    """The socket a worker accepts from: its own in the SO_REUSEPORT group (Linux), or the
+    supervisor's."""
+    if not KERNEL_BALANCES:
+        return supervisor_socket
+    own = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    own.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    own.bind(supervisor_socket.getsockname())
+    own.listen(LISTEN_BACKLOG)
+    own.setblocking(False)
+    supervisor_socket.close()  # the worker needs only its own
+    return own
 
 
 def _close_databases() -> None:
@@ -335,8 +379,9 @@ def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
             db_module.reopen_after_fork()
         loop = _new_event_loop()
         asyncio.set_event_loop(loop)
+        listener = _worker_listener(supervisor.listener)
         result = loop.run_until_complete(supervisor.serve_worker(
-            supervisor.db, supervisor.listener, supervisor.routes, lambda: report("ready")))
+            supervisor.db, listener, supervisor.routes, lambda: report("ready")))
         if isinstance(result, SvcError):
             report(result.message)
             return 1
