@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# How close can any HTTP.md-conforming Python server get to the bare ceiling on GET /health?
+# How close can any reference-conforming Python server get to the bare ceiling on GET /health?
 # Alternates three servers, each fresh and pinned to CPU 0, with wrk pinned to CPU 1:
 #   bare     bench/peers/bare_uvloop.py   (the ceiling: fixed bytes, one parser callback)
-#   minimal  bench/peers/minimal_http.py  (the ceiling plus HTTP.md's per-request minimum)
+#   minimal  bench/peers/minimal_http.py  (the ceiling plus the HTTP reference's per-request minimum)
 #   svc      examples/workload/workload.svc
 # and prints requests/s and the server's CPU time per request for each run.
 # Usage: bash bench/floor.sh [rounds=5] [seconds=5]   (needs wrk and taskset; make bench installs wrk)

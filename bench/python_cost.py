@@ -3,7 +3,7 @@
 Feeds the same request bytes straight into `Connection.data_received` (and into the bare
 uvloop peer's protocol) with a transport whose `write` does nothing, so what is timed is only
 the Python path: parsing callbacks, the Request, routing, the answer, the response bytes. The
-third protocol, `peers/minimal_http.py`, is the bare one plus only what HTTP.md asks of every
+third protocol, `peers/minimal_http.py`, is the bare one plus only what docs/reference/http.md asks of every
 server (no routing): how far below svc any conforming Python server could go. The
 kernel half of a request (one recv, one send) is the same for both and is left out. This is
 a measuring tool, not a test: it tells how far svc's per-request Python is from the ceiling,
@@ -64,7 +64,7 @@ async def measure(count: int) -> tuple[float, float, float]:
 def main() -> str:
     svc_us, bare_us, minimal_us = uvloop.run(measure(50_000))
     return (f"Python per GET /health, no sockets (best of 5 × 50,000): svc {svc_us:.2f} µs, "
-            f"bare uvloop {bare_us:.2f} µs, bare + HTTP.md's minimum {minimal_us:.2f} µs.")
+            f"bare uvloop {bare_us:.2f} µs, bare + the HTTP reference's minimum {minimal_us:.2f} µs.")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""The bare ceiling plus only what HTTP.md asks of every answer: no routing, no JSON.
+"""The bare ceiling plus only what docs/reference/http.md asks of every answer: no routing, no JSON.
 
 A yardstick for `bench/python_cost.py`, not a server to compare in the load benchmark: it
-does per request the least any server obeying HTTP.md must do (the request URL and
+does per request the least any server obeying docs/reference/http.md must do (the request URL and
 headers collected for the 64 KiB head limit and the framing rules, a `Date` header,
 keep-alive, the connection wait deadline restarted after each answer) and nothing of svc's
 own (routing, handler binding, the sans-I/O event list, pipelining order, phases).
