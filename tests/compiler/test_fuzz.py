@@ -30,7 +30,12 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b"@get(", b"->", b"?", b"=", b"+=", b"match x:\n", b"case ", b"try ", b"await ",
             b"let ", b"def ", b"class ", b"import \"", b"None", b"9223372036854775808",
             b"-", b".", b",", b"#", b"\xff", b"\xc3", b"\x00", b"\r", b"\xe2\x80\xa8", b"_",
-            b"db_all[Task](", b"[i64]", b"Result[", b"if ", b"elif ", b"else:", b"return "]
+            b"db_all[Task](", b"[i64]", b"Result[", b"if ", b"elif ", b"else:", b"return ",
+            b'f"', b"f'", b"{", b"}", b"{{", b"}}", b'f"{x}', b'{len(', b'"}"']
+#: The pieces random f-strings are made of (test_fstrings_never_raise).
+FSTRING_PIECES = ["{", "}", "{{", "}}", "x", "name", "1", "2.5", "+", "(", ")", "[", "]", '"',
+                  "'", "\\", "\\n", "\\u{41}", "\\q", " ", "#", "f\"", "len(", ",", ".",
+                  "True", "None", "ok(", "\t", "é", "$", "json_encode(", "try ", "await "]
 
 
 def seeds() -> list[tuple[Path, bytes]]:
@@ -152,3 +157,29 @@ def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
     print(f"fuzz: {EXAMPLES} inputs ({rejected} with diagnostics) in "
           f"{time.monotonic() - started:.1f}s (seed {SEED})")
     assert rejected > EXAMPLES // 2  # the mutations do break programs
+
+
+@pytest.mark.fuzz
+def test_fstrings_never_raise(tmp_path: Path) -> None:
+    """Random f-string literals (braces, quotes, escapes, nested f-strings, code pieces) in a
+    program: each checks or gives diagnostics with valid positions, never an exception."""
+    rng = random.Random(SEED)
+    target = tmp_path / "fstrings.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        body = "".join(rng.choice(FSTRING_PIECES) for _ in range(rng.randint(0, 12)))
+        quote = rng.choice("\"'")
+        text = (f"def main():\n    name = \"ada\"\n    x = 1\n"
+                f"    print(f{quote}{body}{quote})\n")
+        target.write_text(text, encoding="utf-8")
+        try:
+            result = check(Target(file=str(target)))
+            found = result.diagnostics if isinstance(result, Failed) else []
+            rejected += bool(found)
+            for diagnostic in found:
+                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
+                render(diagnostic, result.sources.get(diagnostic.span.file))
+        except Exception as exc:  # pragma: no cover - the failure report
+            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
+                                 f"{text}") from exc
+    assert 0 < rejected < EXAMPLES  # both good and bad f-strings were made

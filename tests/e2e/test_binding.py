@@ -138,8 +138,9 @@ def test_database_handlers(server):
     _error(server.request("GET", "/rows/9"), 404)
     assert server.request("POST", "/rows", {"id": 3, "label": "three"}).status == 200
     assert [r["id"] for r in server.request("GET", "/rows").json()] == [1, 2, 3]
-    # a constraint violation is a database error: 500 with no details
-    assert _error(server.request("POST", "/rows", {"id": 3, "label": "again"}), 500) == "internal error"
+    # a PRIMARY KEY violation is a conflict: 409 naming the constraint kind only
+    reason = _error(server.request("POST", "/rows", {"id": 3, "label": "again"}), 409)
+    assert reason == "conflicts with an existing row"
 
 
 @pytest.mark.parametrize("path", ["/ratio", "/priced", "/priced-maybe", "/encoded"])

@@ -5,6 +5,7 @@ SQL and SQLite's message go to the server log with the request."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,12 @@ def test_a_program_can_match_the_conflict_kind(server):
 def test_the_client_never_sees_sql_or_table_names(server):
     r = server.request("POST", "/users", {"name": "ada", "age": 1})
     assert b"users" not in r.body and b"INSERT" not in r.body and b"UNIQUE" not in r.body
+
+
+def test_a_body_that_is_not_utf8_is_a_400_from_to_str(server):
+    r = server.request("POST", "/text", raw="zoë".encode(), headers={"Content-Type": "text/plain"})
+    digest = hashlib.sha256("zoë".encode()).hexdigest()
+    assert (r.status, r.json()) == (200, f"4 bytes, sha256 {digest}")
+    reason = _error(server.request("POST", "/text", raw=b"ok\xff",
+                                   headers={"Content-Type": "text/plain"}), 400)
+    assert reason == "not valid UTF-8 (bad byte at offset 2)"

@@ -269,6 +269,7 @@ class CallChecker(ExpressionChecker):
         t = self.expr(arg, None)
         if t != UNKNOWN and not self.fits_kind(t, spec):
             self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}", arg.span)
+            return UNKNOWN  # a result derived from it (`sorted`, `min`) would only mislead
         return t
 
     def fits_kind(self, t: Type, kind: str) -> bool:
