@@ -284,7 +284,7 @@ def test_sql_problems_are_database_errors_naming_the_problem(tmp_path):
                 ("invalid", "NOT NULL constraint failed: u.email"),
                 ("conflict", "FOREIGN KEY constraint failed"),
                 ("database", "no such table: missing_table"),
-                ("database", "one statement at a time")]
+                ("database", "one statement per call")]
     for err, (kind, text) in zip(errors, expected):
         assert isinstance(err, SvcError) and err.kind == kind, err
         assert text in (err.detail or err.message), (err.message, err.detail)

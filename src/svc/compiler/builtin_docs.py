@@ -116,6 +116,16 @@ DOCS: dict[str, BuiltinDoc] = dict([
        "every row as a T (columns fill the fields of the same name)."),
     _d("async db_one[T](db: Db, sql: str, args…) -> Result[T?, Error]", "Runs a query; the "
        "first row as a T, or None when there is none."),
+    _d("async db_begin(db: Db) -> Result[Tx, Error]", "Starts a transaction; db_exec, db_all "
+       "and db_one given the Tx run inside it."),
+    _d("async db_commit(tx: Tx) -> Result[unit, Error]", "Makes the transaction's changes "
+       "permanent; the Tx is finished."),
+    _d("async db_rollback(tx: Tx) -> Result[unit, Error]", "Undoes the transaction's changes; "
+       "the Tx is finished."),
+    _d("db_dialect(db: Db) -> str", "\"sqlite\" or \"postgresql\": which database the handle "
+       "talks to."),
+    _d("async db_migrate(db: Db, steps: List[str]) -> Result[i64, Error]", "Applies the steps "
+       "not yet applied, in order, each in a transaction; how many it applied."),
     # server
     _d("async serve(db: Db, port: i64) -> Result[unit, Error]", "Serves the program's routes "
        "over HTTP on 127.0.0.1:port until stopped."),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from svc.compiler.types import (
-    BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, UNIT, ListOf, ResultOf, Type,
+    BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, TX, UNIT, ListOf, ResultOf, Type,
 )
 
 # Parameter kinds: an argument must be ...
@@ -25,6 +25,7 @@ ANY = "any"  # any value type (not a view)
 JSON = "json"  # a JSON-encodable value
 TEXT = "text"  # str, bytes or view[bytes] (`json_decode`)
 DB_ARG = "db_arg"  # scalar or T? of a scalar, or view[bytes]: a SQL argument
+DB_OR_TX = "db_or_tx"  # a Db, or a Tx (the statement runs inside that transaction)
 LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
 OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
 SAME_AS_FIRST = "same_as_first"  # a value of the first argument's type (`assert_eq`)
@@ -130,11 +131,16 @@ BUILTINS: dict[str, Builtin] = dict(
         _b("include_text", (LITERAL_PATH,), STR),
         # database
         _b("db_open", (STR,), ResultOf(DB), is_async=True),
-        _b("db_exec", (DB, STR), ResultOf(I64), is_async=True, variadic=DB_ARG),
-        _b("db_all", (DB, STR), RESULT_LIST_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
+        _b("db_exec", (DB_OR_TX, STR), ResultOf(I64), is_async=True, variadic=DB_ARG),
+        _b("db_all", (DB_OR_TX, STR), RESULT_LIST_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
            type_param=ROW_CLASS),
-        _b("db_one", (DB, STR), RESULT_OPT_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
+        _b("db_one", (DB_OR_TX, STR), RESULT_OPT_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
            type_param=ROW_CLASS),
+        _b("db_begin", (DB,), ResultOf(TX), is_async=True),
+        _b("db_commit", (TX,), ResultOf(UNIT), is_async=True),
+        _b("db_rollback", (TX,), ResultOf(UNIT), is_async=True),
+        _b("db_dialect", (DB_OR_TX,), STR),
+        _b("db_migrate", (DB, ListOf(STR)), ResultOf(I64), is_async=True),
         # server
         _b("serve", (DB, I64), ResultOf(UNIT), is_async=True),
         # runtime test functions
@@ -151,7 +157,7 @@ BUILTINS: dict[str, Builtin] = dict(
 RANGE = "range"
 
 #: Every name a program may not define itself: the builtins, `range` and the type names.
-TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db",
+TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
                         "Error", "List", "Result", "view"})
 RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 
@@ -165,6 +171,7 @@ KIND_TEXT = {
     JSON: "a JSON-encodable value (class, List, number, str, bool, unit or T?)",
     TEXT: "str, bytes or view[bytes]",
     DB_ARG: "i64, i32, f64, bool, str, bytes or T? of those",
+    DB_OR_TX: "a Db or a Tx",
     LITERAL_PATH: "a string literal",
     STR_OR_LIST: "str or a List",
     BYTES_OR_VIEW: "bytes or view[bytes]",

@@ -16,7 +16,8 @@ from svc.compiler import syntax
 from svc.compiler.check_expressions import VIEW_BYTES, ExpressionChecker, fmt
 from svc.compiler.source import Span
 from svc.compiler.types import (
-    BOOL, BYTES, NONE, NUMBERS, STR, UNKNOWN, ClassRef, ListOf, Opt, ResultOf, Type, is_json_type,
+    BOOL, BYTES, DB, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf, Type,
+    is_json_type,
     is_scalar_or_optional,
 )
 
@@ -293,6 +294,8 @@ class CallChecker(ExpressionChecker):
             return isinstance(t, ListOf) and t.elem in NUMBERS + (STR,)
         if kind == B.DB_ARG:
             return is_scalar_or_optional(t) or t in (VIEW_BYTES, NONE)
+        if kind == B.DB_OR_TX:
+            return t in (DB, TX)
         return t != NONE  # ANY
 
     def include_text(self, call: syntax.Call, arg: syntax.Expr) -> Type:

@@ -20,7 +20,7 @@ from svc.compiler.program import FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.types import (
     BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
-    Type, View, contains_view, format_type, is_json_type,
+    Type, View, contains_tx, contains_view, format_type, is_json_type,
 )
 from svc.contract import I32_MAX, I32_MIN
 
@@ -236,6 +236,9 @@ class ExpressionChecker:
             elem = UNKNOWN
         if contains_view(elem):
             self.error("a view cannot be put in a list", first.span)
+            elem = UNKNOWN
+        elif contains_tx(elem):
+            self.error("a Tx cannot be put in a list", first.span)
             elem = UNKNOWN
         for x in e.elements:
             if x is not first:

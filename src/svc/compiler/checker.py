@@ -22,11 +22,11 @@ from svc.compiler.program import CheckedProgram, ClassInfo, FunctionInfo
 from svc.compiler.source import Span
 from svc.contract import RECURSION_LIMIT
 from svc.compiler.types import (
-    BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt,
-    ResultOf, Type, View, contains_view, format_type,
+    BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, TX, UNIT, UNKNOWN, ClassRef, ListOf,
+    Opt, ResultOf, Type, View, contains_tx, contains_view, format_type,
 )
 
-_PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, ERROR)}
+_PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, TX, ERROR)}
 
 
 @dataclass
@@ -201,6 +201,10 @@ class Checker:
             if contains_view(inner[0]):
                 self.error("a view cannot be put in a list", texpr.span)
                 return UNKNOWN
+            if contains_tx(inner[0]):
+                self.error("a Tx cannot be put in a list (pass it to functions instead)",
+                           texpr.span)
+                return UNKNOWN
             return ListOf(inner[0])
         if name == "view":
             if inner[0] != BYTES:
@@ -239,6 +243,11 @@ class Checker:
                 self.error(f"field '{f.name}' of class {decl.name}: a view cannot be stored "
                            "in a class field (use bytes)", f.annotation.span)
                 t = UNKNOWN
+            elif contains_tx(t):
+                self.error(f"field '{f.name}' of class {decl.name}: a Tx cannot be stored in "
+                           "a class field (a transaction lives in one request)",
+                           f.annotation.span)
+                t = UNKNOWN
             if f.name in seen:
                 self.error(f"field '{f.name}' is declared twice in class {decl.name}", f.span)
                 continue
@@ -265,6 +274,10 @@ class Checker:
             if contains_view(returns):
                 self.error(f"function '{decl.name}' cannot return a view (return bytes)",
                            decl.returns.span)
+                returns = UNKNOWN
+            elif contains_tx(returns):
+                self.error(f"function '{decl.name}' cannot return a Tx (begin, use and end "
+                           "a transaction in one function, or pass it in)", decl.returns.span)
                 returns = UNKNOWN
         return FunctionInfo(decl.name, params, returns, decl.is_async, decl, file)
 

@@ -52,7 +52,8 @@ _SUPPORT_CALLS = {
     "not_found": "not_found", "internal_error": "internal_error", "html": "html",
     "str": "to_str", "i32": "to_i32",
 }
-_DB_CALLS = {"db_open", "db_exec"}
+_DB_CALLS = {"db_open", "db_exec", "db_begin", "db_commit", "db_rollback", "db_dialect",
+             "db_migrate"}
 _DB_TYPED_CALLS = {"db_all", "db_one"}
 _CONCURRENCY_CALLS = {
     "task_demo", "scope_demo", "actor_demo", "actor_pair_demo", "supervisor_demo", "queue_demo",

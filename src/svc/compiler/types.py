@@ -64,6 +64,7 @@ BYTES = Prim("bytes")
 UNIT = Prim("unit")
 HTML = Prim("Html")
 DB = Prim("Db")
+TX = Prim("Tx")  # a transaction: passed to functions, never stored, listed or returned
 ERROR = Prim("Error")
 NONE = Prim("None")
 
@@ -112,6 +113,15 @@ def contains_view(t: Type) -> bool:
     if isinstance(t, ResultOf):
         return contains_view(t.ok)
     return False
+
+
+def contains_tx(t: Type) -> bool:
+    """Whether a `Tx` occurs anywhere in `t` (like a view, it may not be stored or returned)."""
+    if isinstance(t, (ListOf, Opt)):
+        return contains_tx(t.elem if isinstance(t, ListOf) else t.inner)
+    if isinstance(t, ResultOf):
+        return contains_tx(t.ok)
+    return t == TX
 
 
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:

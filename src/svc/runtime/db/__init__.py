@@ -1,5 +1,7 @@
 """The database builtins: `db_open`, `db_exec`, `db_all`, `db_one`, on any database.
 
+(Transactions are in transactions.py, `db_migrate` in migrations.py.)
+
 Generated code calls these functions; they pick nothing themselves but hand the work to the
 handle they are given (a `Db` of sqlite.py). Every coroutine returns its value or an
 `SvcError` (docs/internals.md, "Database API"), never raises for database problems.
@@ -11,15 +13,20 @@ connections when the program calls `db_open`.
 from __future__ import annotations
 
 import atexit
+import sys
 
 from svc.runtime.db import sqlite
-from svc.runtime.db.base import ALL, EXEC, ONE, Db
+from svc.runtime.db.base import ALL, EXEC, ONE, Db, Tx
+from svc.runtime.db.errors import SEVERAL_STATEMENTS, at_svc_line
+from svc.runtime.db.migrations import db_migrate
 from svc.runtime.db.rows import RowMismatch
 from svc.runtime.db.sqlite import BUSY_TIMEOUT_SECONDS, resolve_path, set_base_directory
+from svc.runtime.db.transactions import db_begin, db_commit, db_rollback
 from svc.runtime.support import SvcError
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "RowMismatch", "close_all", "db_all", "db_exec",
-           "db_one", "db_open", "resolve_path", "set_base_directory"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "RowMismatch", "Tx", "close_all", "db_all", "db_begin",
+           "db_commit", "db_dialect", "db_exec", "db_migrate", "db_one", "db_open",
+           "db_rollback", "resolve_path", "set_base_directory"]
 
 
 async def db_open(path: str) -> Db | SvcError:
@@ -27,19 +34,36 @@ async def db_open(path: str) -> Db | SvcError:
     return await sqlite.open_file(path)
 
 
-async def db_exec(db: Db, sql: str, *args) -> int | SvcError:
+def db_dialect(db: Db | Tx) -> str:
+    """"sqlite" or "postgresql", so one program can carry a schema for each."""
+    return db.dialect
+
+
+# `db` may be a Db or a Tx (the statement then runs inside the transaction). A result that
+# is a several-statements error gets the .svc line of the call (the caller's frame).
+
+async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
     """Run one statement; the number of rows it changed (0 for statements that change none)."""
-    return await db._submit(EXEC, sql, args, None)
+    result = await db._submit(EXEC, sql, args, None)
+    if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
+        return at_svc_line(result, sys._getframe(1))
+    return result
 
 
-async def db_all(cls: type, db: Db, sql: str, *args) -> list | SvcError:
+async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
     """Every row of a query, each mapped to an instance of `cls`."""
-    return await db._submit(ALL, sql, args, cls)
+    result = await db._submit(ALL, sql, args, cls)
+    if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
+        return at_svc_line(result, sys._getframe(1))
+    return result
 
 
-async def db_one(cls: type, db: Db, sql: str, *args) -> object | None | SvcError:
+async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | SvcError:
     """The first row of a query mapped to `cls`, or None when there is no row."""
-    return await db._submit(ONE, sql, args, cls)
+    result = await db._submit(ONE, sql, args, cls)
+    if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
+        return at_svc_line(result, sys._getframe(1))
+    return result
 
 
 def close_all() -> None:

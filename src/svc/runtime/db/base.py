@@ -8,8 +8,12 @@ problems). A `Db` and a `Tx` (a transaction on one) both have it, which is how `
 
 from __future__ import annotations
 
-#: Job operations: run a statement for its change count, or a query for all rows or one.
-EXEC, ALL, ONE = "exec", "all", "one"
+from svc.runtime.support import SvcError
+
+#: Job operations: run a statement for its change count, or a query for all rows or one;
+#: run several statements (a migration step); begin, commit or roll back a transaction.
+EXEC, ALL, ONE, SCRIPT = "exec", "all", "one", "script"
+BEGIN, COMMIT, ROLLBACK = "begin", "commit", "rollback"
 
 
 class Db:
@@ -19,4 +23,44 @@ class Db:
     dialect = ""
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
+        raise NotImplementedError
+
+    async def _begin(self) -> Tx | SvcError:
+        """Start a transaction (`db_begin`); the caller watches its owner (transactions.py)."""
+        raise NotImplementedError
+
+
+#: The state of a transaction that may still be used.
+OPEN = "open"
+
+
+class Tx:
+    """A transaction on one `Db`: statements given it run inside it until it is finished.
+
+    `state` is OPEN, or says how it finished ("committed", "rolled back", "rolled back because
+    its request ended"); a finished Tx answers every use with a `database` error.
+    """
+
+    __slots__ = ("db", "state")
+
+    def __init__(self, db: Db) -> None:
+        self.db = db
+        self.state = OPEN
+
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
+
+    def finished_error(self) -> SvcError:
+        return SvcError("database", f"this transaction is finished: it was {self.state}")
+
+    def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
+        raise NotImplementedError
+
+    async def _end(self, op: str) -> None | SvcError:
+        """COMMIT or ROLLBACK (`db_commit`, `db_rollback`); the Tx is finished either way."""
+        raise NotImplementedError
+
+    def _abandon(self, why: str) -> None:
+        """Roll back, without waiting, a transaction still open: its owner is gone."""
         raise NotImplementedError

@@ -29,3 +29,22 @@ def statement_failed(exc: BaseException, sql: str) -> SvcError:
     if category is not None:
         return constraints.constraint_error(category, detail)
     return SvcError("database", detail)
+
+
+#: How a several-statements error begins; the builtins add the .svc line to it.
+SEVERAL_STATEMENTS = "several SQL statements in one call"
+
+
+def several_statements(sql: str) -> SvcError:
+    return SvcError("database", f"{SEVERAL_STATEMENTS}: db_exec, db_all and db_one run one "
+                                f"statement per call (several belong in db_migrate) "
+                                f"(in SQL: {shorten(sql)})")
+
+
+def at_svc_line(error: SvcError, frame) -> SvcError:
+    """The error with the .svc file and line of the call that made it (the caller's frame:
+    generated code is compiled under its .svc file name, with its line numbers)."""
+    if frame is None:
+        return error
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return SvcError(error.kind, f"{where}: {error.message}")

@@ -44,9 +44,10 @@ from queue import SimpleQueue
 
 from svc.contract import DB_QUEUE_SIZE
 from svc.runtime.context import request_deadline
-from svc.runtime.db.base import ALL, EXEC, ONE, Db
+from svc.runtime.db import sqlite_tx
+from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
+from svc.runtime.db.errors import several_statements, statement_failed
 from svc.runtime.db.errors import shutting_down as _shutting_down
-from svc.runtime.db.errors import statement_failed
 from svc.runtime.db.rows import RowMismatch, mapper
 from svc.runtime.support import SvcError
 
@@ -87,6 +88,10 @@ class SqliteDb(Db):
 
     def __repr__(self) -> str:
         return f"Db({self.path!r})"
+
+    async def _begin(self):
+        """Queue a BEGIN like any job; once the thread takes it, it serves only the Tx."""
+        return await self._submit(BEGIN, "BEGIN IMMEDIATE", (), sqlite_tx.SqliteTx(self))
 
     @property
     def queued(self) -> int:
@@ -167,6 +172,20 @@ class SqliteDb(Db):
 
     # --- database-thread side ----------------------------------------------------------
 
+    def _run_transaction(self, conn: sqlite3.Connection, job: tuple, results: list,
+                         still_waiting: int) -> list:
+        """Deliver what the batch has so far, then serve the transaction to its end.
+
+        The jobs after the BEGIN in this batch were counted as taken; while the transaction
+        runs they count as queued again, so the bound of 64 holds.
+        """
+        _deliver_batch(self, results)
+        self._taken -= still_waiting
+        sqlite_tx.run_transaction(self, conn, job[4], job[0], _execute,
+                                  lambda pairs: _deliver_batch(self, pairs))
+        self._taken += still_waiting
+        return []
+
     def _serve(self, conn: sqlite3.Connection) -> None:
         """The thread's loop: take every queued job, run them, deliver the batch at once."""
         queue = self._queue
@@ -177,11 +196,14 @@ class SqliteDb(Db):
                 batch += queue.get_nowait()
             self._taken += len(batch)
             results = []
-            for job in batch:
+            for index, job in enumerate(batch):
                 if job is _STOP:
                     stop = True
                     continue
                 future, op, sql, args, cls = job
+                if op is BEGIN:  # the transaction (in `cls`) has the thread until it ends
+                    results = self._run_transaction(conn, job, results, len(batch) - index - 1)
+                    continue
                 results.append((future, _execute(conn, op, sql, args, cls)))
             _deliver_batch(self, results)
         _close_connection(conn)
@@ -241,6 +263,8 @@ def _settle_batch(db: Db, results: list) -> None:
     for future, result in results:
         if not future.done():
             future.set_result(result)
+        elif result.__class__ is sqlite_tx.SqliteTx:  # its db_begin was cancelled meanwhile
+            result._abandon("its db_begin was cancelled")
     if db._overflow:
         db._admit()
 
@@ -425,6 +449,8 @@ def _execute(conn: sqlite3.Connection, op: str, sql: str, args: tuple, cls: type
     try:
         if op is _EXEC:
             return _rows_changed(conn, sql, args)
+        if op is SCRIPT:
+            return _run_script(conn, sql)
         cursor = conn.execute(sql, args)
         if op is _ONE:
             row = cursor.fetchone()
@@ -436,8 +462,50 @@ def _execute(conn: sqlite3.Connection, op: str, sql: str, args: tuple, cls: type
         return [map_row(row) for row in rows]
     except RowMismatch as exc:
         return SvcError("database", str(exc))
+    except sqlite3.ProgrammingError as exc:
+        if "one statement at a time" in str(exc):
+            return several_statements(sql)
+        return statement_failed(exc, sql)
     except Exception as exc:  # sqlite3.Error, unsupported argument, int too big, ...
         return statement_failed(exc, sql)
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> int:
+    """Several statements (a migration step) in the current transaction.
+
+    `executescript` would COMMIT first, so the statements are split here: at each `;` where
+    the text so far is a complete statement (`sqlite3.complete_statement` knows string
+    literals, comments and trigger bodies).
+    """
+    count = 0
+    for statement in split_statements(script):
+        count += _rows_changed(conn, statement, ())
+    return count
+
+
+def split_statements(script: str) -> list[str]:
+    statements, start = [], 0
+    for index, char in enumerate(script):
+        if char == ";" and sqlite3.complete_statement(script[start:index + 1]):
+            statements.append(script[start:index + 1])
+            start = index + 1
+    if not _only_comments(script[start:]):
+        statements.append(script[start:])
+    return statements
+
+
+def _only_comments(text: str) -> bool:
+    """Whether `text` is blank or nothing but SQL comments (nothing to run)."""
+    text = text.strip()
+    while text:
+        if text.startswith("--"):
+            newline = text.find("\n")
+            text = "" if newline < 0 else text[newline + 1:].strip()
+        elif text.startswith("/*") and "*/" in text:
+            text = text[text.index("*/") + 2:].strip()
+        else:
+            return False
+    return True
 
 
 def _names(cursor: sqlite3.Cursor) -> tuple:
