@@ -53,13 +53,13 @@ def test_the_task_manager_document() -> None:
     assert create["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Task"}
     # The database can refuse with a constraint (409); a body is JSON only (415).
-    assert statuses(create) == [200, 400, 409, 413, 415, 500, 503, 504]
+    assert statuses(create) == [200, 400, 405, 409, 413, 415, 500, 503, 504]
     get = paths["/api/tasks/{id}"]["get"]
     assert get["parameters"] == [{"name": "id", "in": "path", "required": True, "schema": I64}]
-    assert statuses(get) == [200, 400, 404, 409, 413, 500, 503, 504]
+    assert statuses(get) == [200, 400, 404, 405, 409, 413, 500, 503, 504]
     index = paths["/"]["get"]
     assert index["responses"]["200"]["content"] == {"text/html": {"schema": {"type": "string"}}}
-    assert statuses(index) == [200, 400, 413, 500, 503, 504]  # no database, no not_found
+    assert statuses(index) == [200, 400, 405, 413, 500, 503, 504]  # no database, no not_found
     listing = paths["/api/tasks"]["get"]["responses"]["200"]["content"]["application/json"]
     assert listing["schema"] == {"type": "array", "items": {"$ref": "#/components/schemas/Task"}}
     schemas = document["components"]["schemas"]

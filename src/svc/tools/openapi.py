@@ -28,9 +28,10 @@ ERROR_SCHEMA = "Error"
 _SCHEMAS = "#/components/schemas/"
 
 #: Error statuses every route can answer: a malformed request or a bad parameter or body
-#: (400), a body over 1 MiB (413), a fault or a database error (500), a full database queue or
-#: a shutdown (503), the processing limit (504).
-ALWAYS = (400, 413, 500, 503, 504)
+#: (400), a method the path does not take (405, with `Allow`), a body over 1 MiB (413), a fault
+#: or a database error (500), a full database queue or a shutdown (503), the processing limit
+#: (504).
+ALWAYS = (400, 405, 413, 500, 503, 504)
 #: Statuses a route answers only when its handler can make an error of that kind.
 BY_KIND = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409}
 #: Each error status: its name in `components/responses` and what it means here.
@@ -40,6 +41,8 @@ ERROR_RESPONSES = {
     401: ("Unauthorized", "An `unauthorized` error from the handler"),
     403: ("Forbidden", "A `forbidden` error from the handler"),
     404: ("NotFound", "Not found: a `not_found` error, or no value (`T?`)"),
+    405: ("MethodNotAllowed", "This path does not take the request's method; the Allow header "
+                              "lists those it takes"),
     409: ("Conflict", "A `conflict` error from the handler (a database constraint included)"),
     413: ("PayloadTooLarge", "The request body is over 1 MiB"),
     415: ("UnsupportedMediaType", "The body must be application/json"),
