@@ -15,16 +15,16 @@ TEST_STAMP := $(VENV)/.installed-test
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run test test-quick venv system-deps browser bench clean
+.PHONY: run test test-quick venv system-deps browser postgres bench clean
 
 run: $(RUN_STAMP)
 	$(BIN)/svcc run --project examples/tasks
 
-test: $(TEST_STAMP) browser
+test: $(TEST_STAMP) browser postgres
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The quick local loop: everything but the slow executable builds.
-test-quick: $(TEST_STAMP)
+test-quick: $(TEST_STAMP) postgres
 	$(BIN)/python -m pytest -m 'not build' $(PYTEST_ARGS)
 
 venv: $(RUN_STAMP)
@@ -47,6 +47,15 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing Debian's chromium for the UI tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+# Debian's PostgreSQL for the database tests, installed only where missing. The tests never
+# use its service: each session starts a private cluster (initdb, pg_ctl) in a temporary
+# folder, on a free port of 127.0.0.1. Debian keeps the binaries in
+# /usr/lib/postgresql/<version>/bin, off the PATH.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+		echo "installing Debian's postgresql for the database tests"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql; }
 
 bench: $(RUN_STAMP)
 	bash bench/setup.sh

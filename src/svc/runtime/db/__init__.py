@@ -3,8 +3,9 @@
 (Transactions are in transactions.py, `db_migrate` in migrations.py.)
 
 Generated code calls these functions; they pick nothing themselves but hand the work to the
-handle they are given (a `Db` of sqlite.py). Every coroutine returns its value or an
-`SvcError` (docs/internals.md, "Database API"), never raises for database problems.
+handle they are given (a `Db` of sqlite.py or postgres.py, or a `Tx`). Every coroutine
+returns its value or an `SvcError` (docs/internals.md, "Database API"), never raises for
+database problems.
 
 Nothing is opened at import: a worker process that forks after import opens its own
 connections when the program calls `db_open`.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import atexit
 import sys
 
-from svc.runtime.db import sqlite
+from svc.runtime.db import postgres, sqlite
 from svc.runtime.db.base import ALL, EXEC, ONE, Db, Tx
 from svc.runtime.db.errors import SEVERAL_STATEMENTS, at_svc_line
 from svc.runtime.db.migrations import db_migrate
@@ -30,7 +31,9 @@ __all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "RowMismatch", "Tx", "close_all", "db_a
 
 
 async def db_open(path: str) -> Db | SvcError:
-    """Open a database: an SQLite file (created if needed) or `:memory:`."""
+    """Open a database: a PostgreSQL URL, an SQLite file (created if needed) or `:memory:`."""
+    if isinstance(path, str) and postgres.is_postgres_url(path):
+        return await postgres.open_url(path)
     return await sqlite.open_file(path)
 
 
@@ -69,6 +72,7 @@ async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | Svc
 def close_all() -> None:
     """Close every open database (server shutdown, end of the program)."""
     sqlite.close_all()
+    postgres.close_all()
 
 
 def open_database_paths() -> list[str]:

@@ -1,0 +1,102 @@
+"""Reading SQL text without parsing it: statements and placeholders.
+
+PostgreSQL numbers its placeholders `$1`, `$2`, ...; svc programs write `?1` or `?` on every
+database, so the text is rewritten for PostgreSQL. Only a `?` outside string literals, quoted
+identifiers, dollar-quoted strings and comments is a placeholder, and only a `;` there ends a
+statement, so one scan answers both: the rewritten text and how many statements it holds.
+(A bare `?` is numbered one past the highest number so far, as SQLite numbers it.)
+"""
+
+from __future__ import annotations
+
+import re
+
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
+#: Rewritten texts by original; bounded by the program's distinct SQL texts, and cleared
+#: when a program that builds its SQL at run time makes it grow past this.
+_CACHE_LIMIT = 4096
+_cache: dict[str, tuple[str, int]] = {}
+
+
+def for_postgres(sql: str) -> tuple[str, int]:
+    """(the text with `$n` placeholders, the number of statements in it)."""
+    found = _cache.get(sql)
+    if found is None:
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        found = _cache[sql] = _scan(sql)
+    return found
+
+
+def _scan(sql: str) -> tuple[str, int]:
+    out: list[str] = []
+    statements = 0
+    has_text = False  # the current statement holds something besides blanks and comments
+    highest = 0
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        end = _skip_quoted(sql, i)
+        if end is not None:
+            out.append(sql[i:end])
+            if not sql.startswith(("--", "/*"), i):
+                has_text = True
+            i = end
+            continue
+        if c == "?":
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
+            highest = max(highest, number)
+            out.append(f"${number}")
+            has_text = True
+            i = j
+            continue
+        if c == ";":
+            if has_text:
+                statements += 1
+            has_text = False
+        elif not c.isspace():
+            has_text = True
+        out.append(c)
+        i += 1
+    if has_text:
+        statements += 1
+    return "".join(out), statements
+
+
+def _skip_quoted(sql: str, i: int) -> int | None:
+    """The end of the literal, quoted identifier or comment starting at `i`, or None."""
+    c = sql[i]
+    if c in "'\"":
+        j = i + 1
+        while True:
+            j = sql.find(c, j)
+            if j < 0:
+                return len(sql)
+            if sql.startswith(c + c, j):  # a doubled quote stands for itself
+                j += 2
+                continue
+            return j + 1
+    if sql.startswith("--", i):
+        j = sql.find("\n", i)
+        return len(sql) if j < 0 else j + 1
+    if sql.startswith("/*", i):
+        depth, j = 0, i
+        while j < len(sql):  # PostgreSQL's block comments nest
+            if sql.startswith("/*", j):
+                depth, j = depth + 1, j + 2
+            elif sql.startswith("*/", j):
+                depth, j = depth - 1, j + 2
+                if depth == 0:
+                    return j
+            else:
+                j += 1
+        return len(sql)
+    if c == "$" and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
+        tag = _DOLLAR_TAG.match(sql, i)
+        if tag is not None:
+            j = sql.find(tag.group(0), tag.end())
+            return len(sql) if j < 0 else j + len(tag.group(0))
+    return None
