@@ -8,6 +8,9 @@ started fresh for each round. Then capacity and endurance runs against svc.
 
   run.py            full mode (3 rounds, 2 s warm-up, 10 s measured, 120 s soak)
   run.py --quick    1 round, 1 s + 3 s, 20 s soak: to try the harness (also BENCH_QUICK=1)
+
+Then "every core" (harness/scaling.py): svc, Node and Go with 1 and 2 workers, servers and wrk
+sharing both CPUs; `--scaling only` runs just that, `--scaling off` skips it.
 """
 
 import argparse
@@ -24,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
-from harness import endurance, report, wrk  # noqa: E402
+from harness import endurance, report, scaling, wrk  # noqa: E402
 from harness.servers import SPECS, WORK, RunningServer  # noqa: E402
 
 FULL = dict(rounds=3, warmup=2, seconds=10, soak=120, deadline=10)
@@ -130,6 +133,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--endurance-server", default="svc", help="server for capacity and endurance ('none' skips)")
     parser.add_argument("--out", help="default: bench/RESULTS.md, or bench/.work/RESULTS-quick.md in quick mode")
     parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
+                        help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite the report from bench/.work/results.json without measuring")
     return parser.parse_args()
@@ -145,23 +150,28 @@ def main() -> int:
         return 0
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
-    names, excluded = conforming([n.strip() for n in args.servers.split(",") if n.strip()])
+    wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
+    if args.scaling == "only":
+        wanted = [n for n in wanted if n in {v[0] for v in scaling.VARIANTS}]
+    names, excluded = conforming(wanted)
     incidents: list[str] = []
-    runs = measure(names, wrk.CASES, mode, args.seed, incidents)
+    runs = {} if args.scaling == "only" else measure(names, wrk.CASES, mode, args.seed, incidents)
     endurance_results = None
-    if args.endurance_server in names:
+    if args.endurance_server in names and args.scaling != "only":
         try:
             endurance_results = endurance_runs(args.endurance_server, mode)
         except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as failure:
             incidents.append(f"capacity and endurance, {args.endurance_server}: {failure}")
             log(f"  INCIDENT: {failure}")
+    scaling_results = None if args.scaling == "off" else scaling.run(
+        mode, names, random.Random(args.seed), log, incidents)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full", "settings": mode, "seed": args.seed,
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
         "cases": [c.name for c in wrk.CASES], "runs": runs, "summary": summarize(runs),
-        "endurance": endurance_results, "incidents": incidents,
+        "endurance": endurance_results, "incidents": incidents, "scaling": scaling_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)

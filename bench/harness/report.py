@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from harness import scaling
 from harness.machine import describe
 from harness.servers import BENCH
 
@@ -192,7 +193,8 @@ def render(results: dict) -> str:
         "codes and strictness as `examples/workload/workload.svc`. Databases are SQLite `:memory:` "
         "with the same 1,000 seeded rows. "
         "svc runs with `SVC_LOG=quiet` (no access log), as uvicorn runs with `--no-access-log`; the "
-        "other peers log nothing per request.",
+        "other peers log nothing per request. The \"Every core\" section below is the exception: "
+        "there the servers and wrk share both CPUs, as it says.",
         "",
         "## Throughput and latency",
         "",
@@ -206,6 +208,7 @@ def render(results: dict) -> str:
         "",
         *endurance_section(results["endurance"]),
         "",
+        *scaling.section(results.get("scaling")),
     ]
     if results["incidents"]:
         lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]
@@ -225,4 +228,7 @@ def failures(results: dict) -> list[str]:
         found += [f"{server} {case}: {s['errors']} errors" for case, s in by_case.items() if s["errors"]]
     if results["endurance"]:
         found += [f"{name}: {measured}" for name, measured, ok in endurance_checks(results["endurance"]) if not ok]
-    return found
+    for case, by_count in (results.get("scaling") or {}).get("svc", {}).items():
+        found += [f"svc x{n} {case}: {r['errors']} errors" for n, r in by_count.items()
+                  if isinstance(r, dict) and r["errors"]]
+    return found + scaling.check(results.get("scaling"))

@@ -65,13 +65,14 @@ def free_port() -> int:
 class RunningServer:
     """One started server process; use as a context manager so it is always stopped."""
 
-    def __init__(self, spec: ServerSpec, extra_env: dict | None = None):
+    def __init__(self, spec: ServerSpec, extra_env: dict | None = None, cpus: str = SERVER_CPU):
         self.spec = spec
         self.port = free_port()
         LOGS.mkdir(parents=True, exist_ok=True)
         self.log_path = LOGS / f"{spec.name}.log"
-        env = dict(os.environ, SVC_PORT=str(self.port), SVC_DB=":memory:", **spec.env, **(extra_env or {}))
-        command = ["taskset", "-c", SERVER_CPU, *spec.command]
+        env = {**os.environ, "SVC_PORT": str(self.port), "SVC_DB": ":memory:", **spec.env,
+               **(extra_env or {})}
+        command = ["taskset", "-c", cpus, *spec.command]
         if spec.name == "fastapi":
             command += ["--port", str(self.port)]
         with open(self.log_path, "ab") as log:
@@ -117,6 +118,20 @@ class RunningServer:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
+    def tree_cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds so far of the server and of every process under it (workers), by pid."""
+        found, todo = {}, [self.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:  # gone meanwhile
+                continue
+            found[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            todo += [int(child) for child in children]
+        return found
+
     def fd_count(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
@@ -132,9 +147,9 @@ def proc_rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def client_command(*args: str) -> list[str]:
-    """A command pinned to the client CPU (the one wrk uses)."""
-    return ["taskset", "-c", CLIENT_CPU, *args]
+def client_command(*args: str, cpus: str = CLIENT_CPU) -> list[str]:
+    """A command pinned to the client CPU (the one wrk uses), or to `cpus`."""
+    return ["taskset", "-c", cpus, *args]
 
 
 def python_client(*args: str) -> list[str]:

@@ -4,7 +4,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from harness.servers import BENCH, client_command
+from harness.servers import BENCH, CLIENT_CPU, client_command
 
 UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
@@ -63,10 +63,13 @@ def parse(output: str) -> WrkResult:
     return WrkResult(rps, p50, p99, requests, errors, "; ".join(detail))
 
 
-def run(url_base: str, case: Case, seconds: float, connections: int = 64) -> WrkResult:
-    """One wrk run of `case` for `seconds` with `connections` on one thread."""
+def run(url_base: str, case: Case, seconds: float, connections: int = 64,
+        cpus: str = CLIENT_CPU, threads: int = 1) -> WrkResult:
+    """One wrk run of `case` for `seconds` with `connections` on `threads` threads (one unless
+    asked), pinned to `cpus`."""
     command = client_command(
-        "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "--timeout", "5s"
+        "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--latency", "--timeout",
+        "5s", cpus=cpus,
     )
     if case.script:
         command += ["-s", str(BENCH / "lua" / case.script)]

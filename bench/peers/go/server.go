@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -188,6 +189,10 @@ func openDB(path string) *sql.DB {
 	}
 	if err := tx.Commit(); err != nil {
 		log.Fatal(err)
+	}
+	if path != ":memory:" { // a file can have a connection per thread (GOMAXPROCS)
+		db.SetMaxOpenConns(runtime.GOMAXPROCS(0))
+		db.SetMaxIdleConns(runtime.GOMAXPROCS(0))
 	}
 	lookup, err = db.Prepare("SELECT id, name, age FROM users WHERE id = ?")
 	if err != nil {

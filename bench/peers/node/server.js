@@ -3,7 +3,10 @@
 // (exact fields, JSON types, i32 range for age) and the same seeded SQLite table
 // (better-sqlite3, synchronous: a point lookup in memory is microseconds).
 // Port from SVC_PORT (default 8080), database from SVC_DB (default :memory:).
+// NODE_WORKERS=N (default 1) runs N `cluster` workers on the one port, as SVC_WORKERS does for
+// svc: the primary seeds a database file once, then each worker opens it.
 'use strict';
+const cluster = require('cluster');
 const http = require('http');
 const Database = require('better-sqlite3');
 
@@ -13,6 +16,10 @@ const BODY_LIMIT = 1 << 20;
 
 function openDb(path) {
   const db = new Database(path);
+  if (cluster.isWorker && path !== ':memory:') {  // seeded by the primary
+    return db.prepare('SELECT id, name, age FROM users WHERE id = ?');
+  }
+  db.pragma('journal_mode = WAL');
   db.exec('CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, age INTEGER NOT NULL)');
   db.exec('DELETE FROM users');
   const insert = db.prepare('INSERT INTO users (id, name, age) VALUES (?, ?, ?)');
@@ -124,6 +131,14 @@ function handle(req, res) {
 }
 
 const port = Number(process.env.SVC_PORT || 8080);
-http.createServer({ keepAliveTimeout: 10000 }, handle).listen({ port, host: '127.0.0.1', backlog: 4096 }, () => {
-  console.log(`listening on http://127.0.0.1:${port}`);
-});
+const workers = Number(process.env.NODE_WORKERS || 1);
+if (workers > 1 && cluster.isPrimary) {
+  let stopping = false;
+  for (let i = 0; i < workers; i++) cluster.fork();
+  cluster.on('exit', () => { if (!stopping) cluster.fork(); });
+  process.on('SIGTERM', () => { stopping = true; for (const w of Object.values(cluster.workers)) w.kill(); });
+} else {
+  http.createServer({ keepAliveTimeout: 10000 }, handle).listen({ port, host: '127.0.0.1', backlog: 4096 }, () => {
+    if (!cluster.isWorker) console.log(`listening on http://127.0.0.1:${port}`);
+  });
+}
