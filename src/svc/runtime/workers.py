@@ -1,21 +1,21 @@
 """Every core: `SVC_WORKERS=N` runs `serve` in N worker processes on the one port.
 
 `main` has run once, in this process, by the time `serve` is called. With more than one
-worker, `serve` (server.py) hands over to `supervise`: this process binds the listening
-socket, forks the workers, prints the listening line once all of them are listening, and then
-only watches them. Each worker escapes the parent's event loop, reopens the program's
-databases (`svc.runtime.db.reopen_after_fork`: no connection is shared across a fork), and
-runs the ordinary server (`server.serve_worker`) on a fresh event loop, with its own watchdog
-and deadline sweeper, accepting from the shared listening socket.
+worker, `serve` (server.py) hands over to `supervise`: this process takes the port, forks the
+workers, prints the listening line once all of them are listening, and then only watches
+them. Each worker escapes the parent's event loop, reopens the program's databases
+(`svc.runtime.db.reopen_after_fork`: no connection is shared across a fork), and runs the
+ordinary server (`server.serve_worker`) on a fresh event loop, with its own watchdog and
+deadline sweeper.
 
 How connections reach the workers: on Linux each worker listens on a socket of its own in
 one SO_REUSEPORT group, and the kernel spreads new connections over them by a hash of the
-address pair. Measured here (wrk, 64 connections for 5 s, two workers) that split the
-connections 30-46 to 37-39, where one shared listening socket split them as badly as 59-5:
-a worker woken for a new connection accepts every one waiting, so whichever wakes first takes
-most, and throughput suffered with it (docs/decisions.md). The price: connections waiting in
-a killed worker's own queue are reset. Elsewhere (macOS, BSD: SO_REUSEPORT does not balance
-there) the workers accept from one shared listening socket.
+address pair. Measured here (wrk, 64 connections for 5 s, two workers) the workers held
+30/46 to 37/39 sockets that way, where with one shared listening socket they held as badly
+as 64/10: a worker woken for a new connection accepts every one waiting, so whichever wakes
+first takes most, and throughput suffered with it (docs/decisions.md). The price:
+connections waiting in a killed worker's own queue are reset. Elsewhere (macOS, BSD:
+SO_REUSEPORT does not balance there) the workers accept from one shared listening socket.
 
 The supervisor replaces a worker that dies (logged on stderr) within `POLL_SECONDS`; a worker
 that dies within a second of starting is replaced after a second, so a program that cannot
