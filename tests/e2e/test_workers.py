@@ -39,6 +39,11 @@ def start_workers(tmp_path: Path, count: str = "2", **env: str):
                                       **env})
 
 
+def start_on(database_url: str, count: str = "2"):
+    """Two workers on `database_url`: an SQLite file or a PostgreSQL database."""
+    return start([str(PROGRAM)], env={"SVC_WORKERS": count, "SVC_DB": database_url})
+
+
 def worker_pids(pid: int) -> list[int]:
     """The worker processes of the supervisor `pid` (its children)."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
@@ -153,8 +158,8 @@ def test_both_workers_take_connections(tmp_path):
         assert server.stop() == 0
 
 
-def test_concurrent_writes_and_transactions_through_both_workers_lose_nothing(tmp_path):
-    server = start_workers(tmp_path)
+def test_concurrent_writes_and_transactions_through_both_workers_lose_nothing(database_url):
+    server = start_on(database_url)
     threads, rounds = 16, 25
     clients = open_clients(server.port, threads)
     acked: list[tuple[int, str]] = []

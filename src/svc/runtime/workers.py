@@ -374,11 +374,14 @@ def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
     try:
         _leave_parent_loop(signal_mask)
         _stop_with_parent()
-        db_module = sys.modules.get("svc.runtime.db")
-        if db_module is not None:
-            db_module.reopen_after_fork()
         loop = _new_event_loop()
         asyncio.set_event_loop(loop)
+        db_module = sys.modules.get("svc.runtime.db")
+        if db_module is not None:
+            problem = loop.run_until_complete(db_module.reopen_after_fork())
+            if isinstance(problem, SvcError):
+                report(problem.message)
+                return 1
         listener = _worker_listener(supervisor.listener)
         result = loop.run_until_complete(supervisor.serve_worker(
             supervisor.db, listener, supervisor.routes, lambda: report("ready")))

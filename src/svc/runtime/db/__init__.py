@@ -81,11 +81,13 @@ def open_database_paths() -> list[str]:
     return sqlite.open_paths()
 
 
-def reopen_after_fork() -> None:
-    """Called first thing in each worker process (svc.runtime.workers): every handle `main`
-    opened gets fresh connections of the worker's own; nothing is shared across a fork.
-    A database with connections of its own (a PostgreSQL pool) must reopen them here too."""
+async def reopen_after_fork() -> SvcError | None:
+    """Called first thing in each worker process (svc.runtime.workers), on the worker's event
+    loop: every handle `main` opened gets fresh connections of the worker's own (an SQLite
+    thread, a PostgreSQL pool); nothing is shared across a fork. A database that cannot be
+    reopened is the error returned."""
     sqlite.reopen_after_fork()
+    return await postgres.reopen_after_fork()
 
 
 # A program whose `main` returns without serving still closes its databases cleanly (the WAL

@@ -246,19 +246,47 @@ async def open_url(url: str) -> Db | SvcError:
         return found
     if asyncpg is None:
         return SvcError("database", "cannot open a PostgreSQL database: asyncpg is missing")
-    try:
-        pool = await asyncpg.create_pool(url, min_size=1, max_size=pool_size(),
-                                         timeout=CONNECT_TIMEOUT_SECONDS,
-                                         max_inactive_connection_lifetime=60.0)
-    except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad URL, bad password
-        return SvcError("database", f"cannot open database {_without_password(url)!r}: "
-                                    f"{_reason(exc)}")
+    pool = await _new_pool(url)
+    if isinstance(pool, SvcError):
+        return pool
     found = _pools.get(url)  # opened meanwhile by another caller: keep one pool per URL
     if found is not None:
         pool.terminate()
         return found
     db = _pools[url] = PostgresDb(url, pool)
     return db
+
+
+async def _new_pool(url: str):
+    """A pool for `url`, tried with one connection, or the reason it cannot be made."""
+    try:
+        return await asyncpg.create_pool(url, min_size=1, max_size=pool_size(),
+                                         timeout=CONNECT_TIMEOUT_SECONDS,
+                                         max_inactive_connection_lifetime=60.0)
+    except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad URL, bad password
+        return SvcError("database", f"cannot open database {_without_password(url)!r}: "
+                                    f"{_reason(exc)}")
+
+
+# The parent's pools, in a worker process: kept referenced so that they are never collected
+# (their finalizers would abort the parent's connections through the parent's event loop).
+_left_by_parent: list = []
+
+
+async def reopen_after_fork() -> SvcError | None:
+    """In a worker process (svc.runtime.workers), on its own event loop: every handle gets a
+    pool of its own. The parent's pools are left untouched: their sockets are the parent's
+    sessions, and closing them from here would also change the parent's event loop."""
+    for db in list(_pools.values()):
+        if db.pool is None:
+            continue
+        _left_by_parent.append(db.pool)
+        db.pool = None
+        pool = await _new_pool(db.url)
+        if isinstance(pool, SvcError):
+            return pool
+        db.pool = pool
+    return None
 
 
 def close_all() -> None:
