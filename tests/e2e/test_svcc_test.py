@@ -4,6 +4,7 @@ tests included (so `make test` runs `svcc test` on every example)."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -83,6 +84,7 @@ def test_a_broken_task_manager_fails_its_tests(tmp_path: Path) -> None:
     folder.mkdir()
     for name in ("svc.toml", "models.svc", "index.html", "tasks_test.svc"):
         (folder / name).write_bytes((ROOT / "examples" / "tasks" / name).read_bytes())
+    shutil.copytree(ROOT / "examples" / "tasks" / "migrations", folder / "migrations")
     source = (ROOT / "examples" / "tasks" / "tasks.svc").read_text()
     (folder / "tasks.svc").write_text(source.replace("LIMIT 100", "LIMIT 99")
                                       .replace("ORDER BY id DESC", "ORDER BY id"))

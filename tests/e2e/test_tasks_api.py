@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from tests.helpers.openapi_check import exchange_problems, openapi_document, recording
-from tests.helpers.tasks_server import PROJECT, launch, start, svcc_command
+from tests.helpers.tasks_server import DATABASES, PROJECT, launch, new_database, start, svcc_command
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 TASK_KEYS = {"id", "title", "done", "created_at", "updated_at"}
@@ -32,12 +32,18 @@ def exchanges_match_the_openapi_document():
     assert not problems, "\n".join(problems)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@pytest.fixture(scope="module", params=DATABASES)
+def server(request, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("tasks-api")
-    running = start(tmp_path, db=tmp_path / "tasks.sqlite")
+    running = start(tmp_path, db=new_database(request.param, tmp_path, request))
     yield running
     assert running.stop() == 0
+
+
+@pytest.fixture(params=DATABASES)
+def fresh_db(request, tmp_path) -> str:
+    """A new database of each kind, for tests that start their own server."""
+    return new_database(request.param, tmp_path, request, "own.sqlite")
 
 
 @pytest.fixture
@@ -112,9 +118,9 @@ def test_a_missing_task_is_404(server, method):
     assert_error(server.request(method, "/api/tasks/9007199254740993", body), 404)
 
 
-def test_stats_and_the_list_limit(tmp_path):
+def test_stats_and_the_list_limit(tmp_path, fresh_db):
     """Stats count every task; the list shows only the latest 100."""
-    own = start(tmp_path, db=tmp_path / "own.sqlite")
+    own = start(tmp_path, db=fresh_db)
     try:
         assert own.call("GET", "/api/stats") == {"total": 0, "done": 0, "open": 0}
         assert own.call("GET", "/api/tasks") == []
@@ -205,6 +211,24 @@ def test_the_schema_enforces_the_same_rules(tmp_path):
         assert RFC3339_UTC.match(created)
 
 
+def test_the_postgresql_schema_enforces_the_same_rules(tmp_path, postgres_cluster):
+    """On PostgreSQL too, CHECK and NOT NULL refuse what the API refuses, from psql."""
+    url = postgres_cluster.create_database()
+    database = url.rsplit("/", 1)[1]
+    own = start(tmp_path, db=url)
+    own.add("made by the API")
+    assert own.stop() == 0
+    postgres_cluster.sql(f"INSERT INTO tasks (title) VALUES ('{'あ' * 80}')", database)
+    for title, done in [("''", "false"), (f"'{'x' * 241}'", "false"), (f"'{'あ' * 81}'", "false"),
+                        ("NULL", "false"), ("'ok'", "NULL")]:
+        with pytest.raises(RuntimeError, match="violates"):
+            postgres_cluster.sql(f"INSERT INTO tasks (title, done) VALUES ({title}, {done})",
+                                 database)
+    created = postgres_cluster.sql("SELECT created_at FROM tasks ORDER BY id DESC LIMIT 1",
+                                   database).strip()
+    assert RFC3339_UTC.match(created), created
+
+
 # ---- the page ----
 
 def test_the_page_is_self_contained_html(server):
@@ -220,9 +244,9 @@ def test_the_page_is_self_contained_html(server):
 
 # ---- settings and persistence ----
 
-def test_tasks_survive_a_restart(tmp_path):
+def test_tasks_survive_a_restart(tmp_path, fresh_db):
     """Stop and start again on the same absolute SVC_DB: everything is still there."""
-    db_path = tmp_path / "kept.sqlite"
+    db_path = fresh_db
     first = start(tmp_path, db=db_path)
     kept = [first.add("kept one"), first.add("kept two", done=True)]
     changed = first.call("PUT", f"/api/tasks/{kept[0]['id']}", {"title": "kept, renamed", "done": False})

@@ -56,7 +56,8 @@ class Cluster:
 
     def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         result = subprocess.run(self._as_user + [str(self.bin / args[0]), *args[1:]],
-                                capture_output=True, text=True, timeout=timeout)
+                                capture_output=True, text=True, timeout=timeout,
+                                env={**os.environ, "PGCLIENTENCODING": "UTF8"})
         if result.returncode != 0:
             raise RuntimeError(f"{args[0]} failed: {result.stderr or result.stdout}"
                                f"\n{self.server_log()}")

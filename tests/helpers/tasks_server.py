@@ -1,7 +1,9 @@
 """Runs the task manager example as users do, `svcc run --project examples/tasks`, in a subprocess.
 
 Shared by the API tests (tests/e2e) and the browser tests (tests/ui). Every server gets a free
-port and a database under the test's tmp_path, and is stopped with SIGTERM like Ctrl+C would.
+port and a database of its own (a file under the test's tmp_path, or a new database of the
+session's private PostgreSQL cluster: `new_database`), and is stopped with SIGTERM like Ctrl+C
+would.
 """
 
 from __future__ import annotations
@@ -24,6 +26,16 @@ PROJECT = REPO / "examples" / "tasks"
 STARTUP_SECONDS = 60.0
 STOP_SECONDS = 15.0
 _launches = itertools.count(1)
+#: The databases the API and browser tests run against, each test once per database.
+DATABASES = ("sqlite", "postgresql")
+
+
+def new_database(kind: str, tmp_path: Path, request, name: str = "tasks.sqlite") -> str:
+    """A fresh, empty database of `kind`: a file under `tmp_path`, or a new database of the
+    session's PostgreSQL cluster (the `postgres_cluster` fixture, started on first use)."""
+    if kind == "sqlite":
+        return str(tmp_path / name)
+    return request.getfixturevalue("postgres_cluster").create_database()
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.helpers.tasks_server import TasksServer, start
+from tests.helpers.tasks_server import DATABASES, TasksServer, new_database, start
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -33,9 +33,9 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture
-def server(tmp_path) -> TasksServer:
-    running = start(tmp_path, db=tmp_path / "tasks.sqlite")
+@pytest.fixture(params=DATABASES)
+def server(request, tmp_path) -> TasksServer:
+    running = start(tmp_path, db=new_database(request.param, tmp_path, request))
     yield running
     assert running.stop() == 0
 
