@@ -51,6 +51,7 @@ class ParamSource(enum.Enum):
     BODY = "body"    # the request body as strict JSON into a class
     RAW = "raw"      # the request body as `bytes` or `view[bytes]`
     DB = "db"        # the `Db` given to `serve`
+    HEADERS = "headers"  # the request's header fields (a `Headers` parameter)
 
 
 class ResultKind(enum.Enum):
@@ -61,6 +62,11 @@ class ResultKind(enum.Enum):
     JSON_OPTIONAL = "json_optional"  # like JSON, but `None` is 404 {"error":"not found"}
     HTML = "html"                    # 200 text/html from an `Html` value
     UNIT = "unit"                    # 204, no body
+    # A `Response[T]`: the status and headers the handler chose, the body as JSON, HTML or
+    # none (T = unit), by the T of the Response:
+    RESPONSE_JSON = "response_json"
+    RESPONSE_HTML = "response_html"
+    RESPONSE_UNIT = "response_unit"
     # Built-in routes only:
     TEXT = "text"                    # a constant body: the handler is called once, at startup
     STREAM = "stream"                # /stream: the handler writes a chunked body itself
@@ -98,6 +104,46 @@ class Route:
     params: tuple[Param, ...] = ()
     result: ResultKind = ResultKind.JSON
     floats: bool = False
+
+
+RESPONSE_KINDS = frozenset({ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML,
+                            ResultKind.RESPONSE_UNIT})
+
+# --- statuses and header fields a handler may set ------------------------------------------------
+
+#: The statuses `respond` takes (a literal outside is a compile error, a computed one a fault).
+STATUS_MIN, STATUS_MAX = 200, 599
+#: Header fields the server writes itself; a handler may not set them (compared lower-case).
+SERVER_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "date", "upgrade"})
+#: RFC 9110 §5.6.2 token: the characters a field name may hold.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+
+
+def status_problem(status: int) -> str | None:
+    """Why `status` cannot be a Response's status, or None."""
+    if STATUS_MIN <= status <= STATUS_MAX:
+        return None
+    return f"status {status} is outside {STATUS_MIN}-{STATUS_MAX}"
+
+
+def header_problem(name: str, value: str | None = None) -> str | None:
+    """Why a handler may not set header `name` (to `value`), or None. `value=None` checks the
+    name only (the compiler checks a literal name and a literal value separately)."""
+    if not _TOKEN.match(name):
+        return f"header name {name!r} is not a token (letters, digits and !#$%&'*+-.^_`|~)"
+    if name.lower() in SERVER_HEADERS:
+        return f"header {name!r} is written by the server and cannot be set"
+    if value is not None:
+        return header_value_problem(value)
+    return None
+
+
+def header_value_problem(value: str) -> str | None:
+    """Why `value` cannot be a header field value (CR, LF and NUL would split or end it)."""
+    for char, shown in (("\r", "CR"), ("\n", "LF"), ("\0", "NUL")):
+        if char in value:
+            return f"header value {value!r} holds a {shown} character"
+    return None
 
 
 # --- the path grammar ---------------------------------------------------------------------------

@@ -146,7 +146,7 @@ def test_route_rules_and_body_errors_are_reported_in_one_run(in_tmp: Path) -> No
     assert isinstance(failed, Failed)
     assert [(d.span.line, d.message) for d in failed.diagnostics] == [
         (2, "handler 'handler' must return Result[T, Error] where T is JSON-encodable "
-            "(class, List, number, str, bool, unit, T?) or Html, found i64"),
+            "(class, List, number, str, bool, unit, T?), Html or Response[T], found i64"),
         (5, "unknown name 'nope'"),
     ]
 

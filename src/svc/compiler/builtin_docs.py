@@ -99,6 +99,17 @@ DOCS: dict[str, BuiltinDoc] = dict([
        "str, bytes or view[bytes]) in lower-case hex."),
     _d("constant_time_eq(a: str, b: str) -> bool", "Whether a == b, in a time that does not "
        "depend on where they differ."),
+    # HTTP: request headers and responses
+    _d("header(h: Headers, name: str) -> str?", "The request header field called name (any "
+       "case), several fields of one name joined with \", \", or None."),
+    _d("cookie(h: Headers, name: str) -> str?", "The value of the first cookie called name "
+       "in the request's Cookie header(s), or None."),
+    _d("respond(status: i64, body: T) -> Response[T]", "A handler's answer with its own "
+       "status (200-599) and body."),
+    _d("set_header(r: Response[T], name: str, value: str)", "Sets the one header field "
+       "called name (any case) of the response."),
+    _d("add_header(r: Response[T], name: str, value: str)", "Adds one more header field "
+       "called name to the response (Set-Cookie)."),
     # tests (`svcc test`)
     _d("assert_true(condition: bool)", "Fails the running test when condition is False."),
     _d("assert_eq(actual: T, expected: T)", "Fails the running test when the two values "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from svc.compiler.types import HEADERS, Opt  # the HTTP builtins' types
 from svc.compiler.types import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, TX, UNIT, ListOf, ResultOf, Type,
 )
@@ -33,6 +34,8 @@ STR_OR_LIST = "str_or_list"  # str or any List[T] (`contains`)
 PART = "part"  # a str in a str, an element in a List (the second argument of `contains`)
 BYTES_OR_VIEW = "bytes_or_view"  # bytes or view[bytes] (`to_str`)
 SORTABLE_LIST = "sortable_list"  # List[i64], List[i32], List[f64] or List[str] (`sorted`)
+RESPONSE = "response"  # any Response[T] (`set_header`, `add_header`)
+RESPONSE_BODY = "response_body"  # what a handler may answer; typed by an expected Response[T]
 
 Kind = str
 ParamSpec = Union[Type, Kind]
@@ -43,6 +46,7 @@ FROM_CONTEXT = "from_context"  # the Result type the context expects (`ok`, `err
 RESULT_OF_TYPE_ARG = "result_of_type_arg"  # Result[T, Error] (`json_decode[T]`)
 RESULT_LIST_OF_TYPE_ARG = "result_list_of_type_arg"  # Result[List[T], Error] (`db_all[T]`)
 RESULT_OPT_OF_TYPE_ARG = "result_opt_of_type_arg"  # Result[T?, Error] (`db_one[T]`)
+RESPONSE_OF_BODY = "response_of_body"  # Response[T], T the second argument's type (`respond`)
 
 # Type-argument constraints:
 ROW_CLASS = "row_class"  # a class whose fields are scalars or T? of scalars
@@ -123,6 +127,12 @@ BUILTINS: dict[str, Builtin] = dict(
         _b("sha256_hex", (TEXT,), STR),
         _b("hmac_sha256_hex", (TEXT, TEXT), STR),
         _b("constant_time_eq", (STR, STR), BOOL),
+        # HTTP: request headers, responses (runtime/headers.py, runtime/custom_response.py)
+        _b("header", (HEADERS, STR), Opt(STR)),
+        _b("cookie", (HEADERS, STR), Opt(STR)),
+        _b("respond", (I64, RESPONSE_BODY), RESPONSE_OF_BODY),
+        _b("set_header", (RESPONSE, STR, STR), UNIT),
+        _b("add_header", (RESPONSE, STR, STR), UNIT),
         # tests (`svcc test`)
         _b("assert_true", (BOOL,), UNIT),
         _b("assert_eq", (ANY, SAME_AS_FIRST), UNIT),
@@ -159,7 +169,8 @@ RANGE = "range"
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
                         "Error", "List", "Result", "view"})
-RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
+HTTP_TYPE_NAMES = frozenset({"Headers", "Response"})
+RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES | HTTP_TYPE_NAMES
 
 #: Human-readable names of the parameter kinds, for "expected ..., found ..." messages.
 KIND_TEXT = {
@@ -176,4 +187,5 @@ KIND_TEXT = {
     STR_OR_LIST: "str or a List",
     BYTES_OR_VIEW: "bytes or view[bytes]",
     SORTABLE_LIST: "List[i64], List[i32], List[f64] or List[str]",
+    RESPONSE: "a Response[T]",
 }

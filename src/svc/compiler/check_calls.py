@@ -12,14 +12,15 @@ from __future__ import annotations
 import os
 
 from svc.compiler import builtins as B
-from svc.compiler import syntax
+from svc.compiler import check_http, syntax
 from svc.compiler.check_expressions import VIEW_BYTES, ExpressionChecker, fmt
 from svc.compiler.source import Span
 from svc.compiler.types import (
-    BOOL, BYTES, DB, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf, Type,
-    is_json_type,
+    BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
+    Type, is_json_type,
     is_scalar_or_optional,
 )
+from svc.compiler.types import ResponseOf
 
 
 class CallChecker(ExpressionChecker):
@@ -184,10 +185,14 @@ class CallChecker(ExpressionChecker):
                     self.expr(arg)
                 else:
                     self.expect(arg, ok_type, "argument of ok: ")
+            elif spec == B.RESPONSE_BODY:
+                arg_types.append(check_http.response_body(self, arg, expected))
             else:
                 arg_types.append(self.argument(call, i, arg, spec, arg_types))
         if b.is_async and not awaited:
             self.error(f"'{b.name}' is async: call it with await {b.name}(...)", call.span)
+        if b.name in check_http.LITERAL_CHECKED:
+            check_http.check_literals(self, call)
         return self.builtin_result(call, b, expected, type_arg, arg_types)
 
     def builtin_result(self, call, b: B.Builtin, expected, type_arg, arg_types) -> Type:
@@ -204,6 +209,8 @@ class CallChecker(ExpressionChecker):
             return UNKNOWN
         if r == B.SAME_AS_ARG:
             return arg_types[0] if arg_types else UNKNOWN
+        if r == B.RESPONSE_OF_BODY:
+            return check_http.response_of(arg_types)
         if type_arg is None and r in (B.RESULT_OF_TYPE_ARG, B.RESULT_LIST_OF_TYPE_ARG,
                                       B.RESULT_OPT_OF_TYPE_ARG):
             return UNKNOWN
@@ -267,11 +274,23 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, want, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
-        t = self.expr(arg, None)
+        t = self.expr(arg, self.literal_hint(call, i, spec))
         if t != UNKNOWN and not self.fits_kind(t, spec):
             self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}", arg.span)
             return UNKNOWN  # a result derived from it (`sorted`, `min`) would only mislead
         return t
+
+    def literal_hint(self, call: syntax.Call, i: int, spec) -> Type | None:
+        """`max(0, n)` with `n: i32`: the literal takes the type of the variable after it (the
+        second argument is checked against the first's type, so the first must be i32)."""
+        if spec != B.INTEGER_OR_FLOAT or i != 0 or len(call.args) < 2:
+            return None
+        b = B.BUILTINS[call.target]
+        other = call.args[1]
+        if len(b.params) > 1 and b.params[1] == B.SAME_AS_FIRST and isinstance(other, syntax.Name):
+            t = self.lookup(other.id)
+            return t if t == I32 else None
+        return None
 
     def fits_kind(self, t: Type, kind: str) -> bool:
         if kind == B.INTEGER_OR_FLOAT:
@@ -290,6 +309,8 @@ class CallChecker(ExpressionChecker):
             return t == STR or isinstance(t, ListOf)
         if kind == B.BYTES_OR_VIEW:
             return t in (BYTES, VIEW_BYTES)
+        if kind == B.RESPONSE:
+            return isinstance(t, ResponseOf)
         if kind == B.SORTABLE_LIST:
             return isinstance(t, ListOf) and t.elem in NUMBERS + (STR,)
         if kind == B.DB_ARG:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from svc.compiler import builtins as B
 from svc.compiler import syntax
+from svc.compiler.check_http import list_problem
 from svc.compiler.program import FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.types import (
@@ -233,6 +234,9 @@ class ExpressionChecker:
         if elem == NONE:
             self.error("cannot tell the element type of this list; declare it: "
                        "let xs: List[T?] = [...]", e.span)
+            elem = UNKNOWN
+        if list_problem(elem):
+            self.error(list_problem(elem), first.span)
             elem = UNKNOWN
         if contains_view(elem):
             self.error("a view cannot be put in a list", first.span)

@@ -14,7 +14,7 @@ import difflib
 import sys
 from dataclasses import dataclass
 
-from svc.compiler import syntax
+from svc.compiler import check_http, syntax
 from svc.compiler.body import BodyChecker
 from svc.compiler.builtins import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
@@ -168,6 +168,8 @@ class Checker:
                 return UNKNOWN
             return UNKNOWN if inner == UNKNOWN else Opt(inner)
         name, args = texpr.name, texpr.args
+        if name in check_http.TYPE_NAMES:
+            return check_http.resolve_type(self, texpr, file)
         if name in _PRIMS or name in ("List", "Result", "view"):
             return self.resolve_builtin_type(texpr, file)
         if args:
@@ -198,6 +200,9 @@ class Checker:
         if UNKNOWN in inner:
             return UNKNOWN
         if name == "List":
+            if check_http.list_problem(inner[0]):
+                self.error(check_http.list_problem(inner[0]), texpr.span)
+                return UNKNOWN
             if contains_view(inner[0]):
                 self.error("a view cannot be put in a list", texpr.span)
                 return UNKNOWN
@@ -239,6 +244,10 @@ class Checker:
         seen: set[str] = set()
         for f in decl.fields:
             t = self.resolve_type(f.annotation, file)
+            if check_http.field_problem(t):
+                self.error(f"field '{f.name}' of class {decl.name}: {check_http.field_problem(t)}",
+                           f.annotation.span)
+                t = UNKNOWN
             if contains_view(t):
                 self.error(f"field '{f.name}' of class {decl.name}: a view cannot be stored "
                            "in a class field (use bytes)", f.annotation.span)
@@ -271,6 +280,9 @@ class Checker:
         returns = UNIT
         if decl.returns is not None:
             returns = self.resolve_type(decl.returns, file)
+            if check_http.return_problem(decl.name, returns):
+                self.error(check_http.return_problem(decl.name, returns), decl.returns.span)
+                returns = UNKNOWN
             if contains_view(returns):
                 self.error(f"function '{decl.name}' cannot return a view (return bytes)",
                            decl.returns.span)

@@ -25,7 +25,7 @@ import copy
 import keyword
 
 from svc.compiler import route_table
-from svc.compiler.codegen_stdlib import fstring, stdlib_function
+from svc.compiler.codegen_stdlib import fstring, runtime_call
 from svc.compiler import syntax as S
 from svc.compiler import types as T
 from svc.compiler.program import CheckedProgram
@@ -560,8 +560,8 @@ class _ModuleGen:
             return _call(self.runtime("assertions", name), args + [where])
         if name in _SUPPORT_CALLS:
             return _call(self.rt(_SUPPORT_CALLS[name]), args)
-        if stdlib_function(name, arg_type):
-            return _call(self.runtime("stdlib", stdlib_function(name, arg_type)), args)
+        if runtime_call(name, arg_type):  # the standard library, headers and responses
+            return _call(self.runtime(*runtime_call(name, arg_type)), args)
         raise CodegenError(f"unknown builtin {name!r}")
 
     def type_value(self, t: T.Type) -> ast.expr:

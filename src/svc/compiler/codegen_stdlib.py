@@ -27,6 +27,23 @@ STDLIB_CALLS = {
 _ABS = {T.I64: "abs64", T.I32: "abs32", T.F64: "absf"}
 
 
+#: Builtin → (module of svc.runtime, function) for the HTTP builtins.
+HTTP_CALLS = {
+    "header": ("headers", "header"), "cookie": ("headers", "cookie"),
+    "respond": ("custom_response", "respond"), "set_header": ("custom_response", "set_header"),
+    "add_header": ("custom_response", "add_header"),
+}
+
+
+def runtime_call(name: str, first_arg_type: T.Type | None) -> tuple[str, str] | None:
+    """(module of svc.runtime, function) a builtin call compiles to: a standard-library or
+    HTTP builtin; None for the others."""
+    if name in HTTP_CALLS:
+        return HTTP_CALLS[name]
+    function = stdlib_function(name, first_arg_type)
+    return None if function is None else ("stdlib", function)
+
+
 def stdlib_function(name: str, first_arg_type: T.Type | None) -> str | None:
     """The stdlib function a builtin call compiles to, or None if it is not a stdlib one.
     `abs` depends on its type: the minimum integer has no absolute value of its own type."""

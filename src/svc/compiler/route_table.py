@@ -39,6 +39,8 @@ def _param(p: Param, type_value, contract: ContractName) -> ast.expr:
         kind = ast.Constant("bytes" if p.type == T.BYTES else "view")
     elif p.source is ParamSource.DB:
         kind = ast.Constant("Db")
+    elif p.source is ParamSource.HEADERS:
+        kind = ast.Constant("Headers")
     else:  # PATH and QUERY: a scalar (already the inner type of a `T?` query parameter)
         kind = ast.Constant(T.format_type(p.type))
     return ast.Call(func=contract("Param"), keywords=[], args=[

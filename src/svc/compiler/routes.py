@@ -15,8 +15,8 @@ from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import FunctionInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.types import (
-    BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
-    format_type, UNKNOWN, is_json_type,
+    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResponseOf,
+    ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
 )
 from svc.contract import Param, ParamSource, PathError, ResultKind, parse_path
 
@@ -62,7 +62,7 @@ def bind_params(
         if source is None:
             problems.append(
                 f"parameter '{name}: {format_type(t)}' of handler '{fn.name}' cannot be bound "
-                "from a request (path capture, query scalar, body class, raw body or Db)"
+                "from a request (path capture, query scalar, body class, raw body, Db or Headers)"
             )
             continue
         if source is ParamSource.BODY or source is ParamSource.RAW:
@@ -90,6 +90,8 @@ def bind_params(
 def _source_of(t: Type, class_fields: ClassFields) -> ParamSource | None:
     if t == DB:
         return ParamSource.DB
+    if t == HEADERS:
+        return ParamSource.HEADERS
     if isinstance(t, ClassRef):
         return ParamSource.BODY if is_json_type(t, class_fields) else None
     if t == BYTES or t == View(BYTES):
@@ -100,10 +102,15 @@ def _source_of(t: Type, class_fields: ClassFields) -> ParamSource | None:
 
 
 def result_kind(returns: Type, class_fields: ClassFields) -> ResultKind | None:
-    """JSON / JSON_OPTIONAL / HTML / UNIT for a handler's return type, None if not allowed."""
+    """JSON / JSON_OPTIONAL / HTML / UNIT (or RESPONSE_* for a `Response[T]`) for a handler's
+    return type, None if not allowed."""
     if not isinstance(returns, ResultOf):
         return None
     t = returns.ok
+    if isinstance(t, ResponseOf):  # its body type was checked when the type was resolved
+        if t.body == HTML:
+            return ResultKind.RESPONSE_HTML
+        return ResultKind.RESPONSE_UNIT if t.body == UNIT else ResultKind.RESPONSE_JSON
     if t == HTML:
         return ResultKind.HTML
     if t == UNIT:
@@ -122,6 +129,8 @@ def holds_f64(t: Type, class_fields: ClassFields, seen: set[str] | None = None) 
         return True
     if isinstance(t, (Opt, View)):
         return holds_f64(t.inner, class_fields, seen)
+    if isinstance(t, ResponseOf):
+        return holds_f64(t.body, class_fields, seen)
     if isinstance(t, ListOf):
         return holds_f64(t.elem, class_fields, seen)
     if isinstance(t, ResultOf):
@@ -172,7 +181,8 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
         span = fn.decl.returns.span if fn.decl.returns is not None else fn.decl.name_span
         fail(
             f"handler '{fn.name}' must return Result[T, Error] where T is JSON-encodable "
-            f"(class, List, number, str, bool, unit, T?) or Html, found {format_type(fn.returns)}",
+            f"(class, List, number, str, bool, unit, T?), Html or Response[T], found "
+            f"{format_type(fn.returns)}",
             span,
         )
     if problems or kind is None:

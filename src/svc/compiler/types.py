@@ -49,6 +49,13 @@ class ResultOf(Type):
 
 
 @dataclass(frozen=True)
+class ResponseOf(Type):
+    """`Response[T]`: a handler's answer with its own status and header fields."""
+
+    body: Type
+
+
+@dataclass(frozen=True)
 class ClassRef(Type):
     """A user class, by name (names are global across the merged files)."""
 
@@ -66,6 +73,7 @@ HTML = Prim("Html")
 DB = Prim("Db")
 TX = Prim("Tx")  # a transaction: passed to functions, never stored, listed or returned
 ERROR = Prim("Error")
+HEADERS = Prim("Headers")  # a request's header fields: passed to functions, never stored
 NONE = Prim("None")
 
 INTEGERS = (I64, I32)
@@ -88,6 +96,8 @@ def format_type(t: Type) -> str:
         return f"Result[{format_type(t.ok)}, Error]"
     if isinstance(t, ClassRef):
         return t.name
+    if isinstance(t, ResponseOf):
+        return f"Response[{format_type(t.body)}]"
     return repr(t)
 
 
@@ -122,6 +132,16 @@ def contains_tx(t: Type) -> bool:
     if isinstance(t, ResultOf):
         return contains_tx(t.ok)
     return t == TX
+
+
+def contains_headers(t: Type) -> bool:
+    """Whether a `Headers` occurs anywhere in `t` (like a view, it may not be stored, listed
+    or returned: it is the request's, and lives as long as the handler)."""
+    if isinstance(t, (ListOf, Opt)):
+        return contains_headers(t.elem if isinstance(t, ListOf) else t.inner)
+    if isinstance(t, ResultOf):
+        return contains_headers(t.ok)
+    return t == HEADERS
 
 
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:

@@ -33,7 +33,7 @@ from time import perf_counter
 from typing import Any
 
 from svc.contract import PROCESSING_LIMIT, ResultKind
-from svc.runtime import builtin_routes, eager, responses
+from svc.runtime import builtin_routes, custom_response, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
 from svc.runtime.protocol import Continue, HttpConnection, Reject, Request
@@ -265,11 +265,8 @@ class Connection(asyncio.Protocol):
         if route.fixed is not None:  # /health: bytes rendered once per second
             keep = self._keeps_alive(req)
             return self._send(req, 200, keep, route.fixed.render(keep, req.method != "HEAD"))
-        kind = route.result
-        if kind is _STREAM:
-            return self._stream(req, route)
-        if kind is _WEBSOCKET:
-            return self._upgrade(req)
+        if route.special:  # /stream, /ws, Headers parameters, a Response result
+            return self._special(req, route, captures)
         if route.params:
             try:
                 args = route.bind(captures, req.query, req.body, req.content_type, self.app.db)
@@ -286,6 +283,27 @@ class Connection(asyncio.Protocol):
                 return self._fault(req, exc)
             return self._answer(req, route, outcome)
         self._start(req, route, args)
+
+    def _special(self, req: Request, route: CompiledRoute, captures: tuple[bytes, ...]) -> None:
+        """The routes kept off `_handle`'s plain path, so that path pays nothing for them."""
+        kind = route.result
+        if kind is _STREAM:
+            return self._stream(req, route)
+        if kind is _WEBSOCKET:
+            return self._upgrade(req)
+        try:
+            args = route.bind_request(captures, req, self.app.db)
+        except BindError as exc:
+            return self._finish(req, exc.status, JSON, error_body(exc.reason))
+        if route.is_async and not route.never_suspends:
+            return self._start(req, route, args)
+        try:  # as in `_handle`
+            outcome = route.handler(*args)
+            if route.is_async:
+                outcome = eager.run_to_end(outcome)
+        except Exception as exc:
+            return self._fault(req, exc)
+        self._answer(req, route, outcome)
 
     def _start(self, req: Request, route: CompiledRoute, args) -> None:
         """A handler that may await: run its first step now, with the request deadline set."""
@@ -348,6 +366,8 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 return self._fault(req, exc)
             return self._finish(req, 200, JSON, body)
+        if route.responds and value.__class__ is not SvcError:
+            return self._respond(req, route, value)
         try:
             status, ctype, body, detail = responses.result_for(route.result, value, route.floats)
         except Exception as exc:
@@ -355,6 +375,16 @@ class Connection(asyncio.Protocol):
         if detail is not None:
             self.app.log.error(f"{_named(req)}: {detail}")
         self._finish(req, status, ctype, body)
+
+    def _respond(self, req: Request, route: CompiledRoute, value) -> None:
+        """A `Response[T]`: the status and header fields its handler chose."""
+        keep = self._keeps_alive(req)
+        try:
+            data = custom_response.render(value, route.result, route.floats, keep,
+                                          req.method != "HEAD")
+        except Exception as exc:
+            return self._fault(req, exc)
+        self._send(req, value.status, keep, data)
 
     def _fault(self, req: Request, exc: BaseException) -> None:
         """A raised exception: the traceback and target go to the log, the client gets 500."""

@@ -18,12 +18,16 @@ from urllib.parse import unquote_to_bytes
 
 import msgspec
 
-from svc.contract import INT_RANGES, Param, ParamSource, ResultKind, Route, parse_path
+from svc.contract import (
+    INT_RANGES, RESPONSE_KINDS, Param, ParamSource, ResultKind, Route, parse_path,
+)
 from svc.runtime import eager, responses
+from svc.runtime.headers import Headers
 
 # Module names for the enum members, compared with `is` on the hot path.
 _PATH, _QUERY, _BODY, _RAW, _DB = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY,
                                    ParamSource.RAW, ParamSource.DB)
+_HEADERS = ParamSource.HEADERS
 
 
 class BindError(Exception):
@@ -147,7 +151,8 @@ class CompiledRoute:
     """A Route ready to run: how to bind each parameter and how to answer its result."""
 
     __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index",
-                 "is_async", "never_suspends", "fixed", "floats")
+                 "is_async", "never_suspends", "fixed", "floats", "headers_at", "responds",
+                 "special")
 
     def __init__(self, route: Route, capture_names: tuple[str, ...]) -> None:
         self.route = route
@@ -164,6 +169,14 @@ class CompiledRoute:
             p.name: msgspec.json.Decoder(p.type, strict=True) for p in route.params if p.source is _BODY
         }
         self.capture_index = {name: i for i, name in enumerate(capture_names)}
+        #: positions of `Headers` parameters, filled by `bind_request`
+        self.headers_at = tuple(i for i, p in enumerate(route.params) if p.source is _HEADERS)
+        #: the handler answers a `Response[T]` (its status and header fields)
+        self.responds = route.result in RESPONSE_KINDS
+        #: the connection takes this route off its plain path: /stream, /ws, and the routes
+        #: that read header fields or answer a Response (so the others pay nothing for them)
+        self.special = (self.responds or bool(self.headers_at)
+                        or route.result in (ResultKind.STREAM, ResultKind.WEBSOCKET))
 
     def body_refusal(self, content_type: bytes | None) -> Refusal | None:
         """415 when the route reads a JSON body and `content_type` says it is not JSON."""
@@ -197,8 +210,20 @@ class CompiledRoute:
                 args.append(memoryview(body) if param.type == "view" else bytes(body))
             elif source is _DB:
                 args.append(db)
+            elif source is _HEADERS:
+                args.append(None)  # set by bind_request, which has the request
             else:
                 raise ValueError(f"unknown parameter source {source!r}")
+        return args
+
+
+    def bind_request(self, captures: tuple[bytes, ...], req: Any, db: Any) -> list[Any]:
+        """`bind` for a special route: the same arguments, `Headers` parameters included."""
+        args = self.bind(captures, req.query, req.body, req.content_type, db) if self.params else []
+        if self.headers_at:
+            headers = Headers(req.headers)
+            for i in self.headers_at:
+                args[i] = headers
         return args
 
 

@@ -1,0 +1,140 @@
+"""The checker's rules for the HTTP types, `Headers` and `Response[T]`, and their builtins.
+
+`Headers` is the request's header fields: like a view it belongs to one request, so it may be
+passed to functions but never stored in a class field or a list, nor returned. `Response[T]`
+is a handler's answer with its own status and header fields; its T is anything a plain
+handler may answer (a JSON type, `Html` or `unit`). What the server refuses at run time
+(`svc.contract.status_problem`, `header_problem`) is a compile error when it is written as a
+literal, so most mistakes never reach a running server.
+
+The functions take the checker objects (`Checker`, `CallChecker`) as arguments, so this
+module imports neither.
+"""
+
+from __future__ import annotations
+
+from svc.compiler import syntax
+from svc.compiler.builtins import HTTP_TYPE_NAMES
+from svc.compiler.types import (
+    HEADERS, HTML, UNKNOWN, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
+    format_type, is_json_type,
+)
+from svc.contract import header_problem, header_value_problem, status_problem
+
+#: The type names this module resolves.
+TYPE_NAMES = HTTP_TYPE_NAMES
+
+BODY_TYPES = "class, List, number, str, bool, unit, T? or Html"
+
+
+def resolve_type(checker, texpr: syntax.NamedType, file: str) -> Type:
+    """`Headers` or `Response[T]` as written; UNKNOWN after an error."""
+    if texpr.name == "Headers":
+        if texpr.args:
+            checker.error("type 'Headers' takes no type arguments", texpr.span)
+            return UNKNOWN
+        return HEADERS
+    if len(texpr.args) != 1:
+        checker.error(f"type 'Response' takes one type argument (the body's type), found "
+                      f"{len(texpr.args)}", texpr.span)
+        return UNKNOWN
+    body = checker.resolve_type(texpr.args[0], file)
+    if body == UNKNOWN:
+        return UNKNOWN
+    problem = body_problem(body, checker.field_types)
+    if problem is not None:
+        checker.error(problem, texpr.args[0].span)
+        return UNKNOWN
+    return ResponseOf(body)
+
+
+def body_problem(t: Type, class_fields) -> str | None:
+    """Why `t` cannot be the body of a Response, or None."""
+    if t == HTML or t == UNKNOWN or is_json_type(t, class_fields):
+        return None
+    return f"a Response body must be what a handler may answer ({BODY_TYPES}), found {format_type(t)}"
+
+
+def field_problem(t: Type) -> str | None:
+    """Why a class field may not have type `t` (None when it may), for the HTTP types."""
+    if contains_headers(t):
+        return "a Headers cannot be stored in a class field (keep the values read with header())"
+    if _contains_response(t):
+        return "a Response cannot be stored in a class field (a handler returns it)"
+    return None
+
+
+def list_problem(t: Type) -> str | None:
+    """Why `t` may not be a list's element type, or None."""
+    if contains_headers(t):
+        return "a Headers cannot be put in a list"
+    return None
+
+
+def return_problem(function: str, t: Type) -> str | None:
+    """Why a function may not return `t`, or None."""
+    if contains_headers(t):
+        return (f"function '{function}' cannot return Headers (return the values read with "
+                "header() instead)")
+    return None
+
+
+def _contains_response(t: Type) -> bool:
+    if isinstance(t, (ListOf, Opt)):
+        return _contains_response(t.elem if isinstance(t, ListOf) else t.inner)
+    return isinstance(t, ResponseOf)
+
+
+# --- builtin calls ---------------------------------------------------------------------------
+
+#: Builtins whose literal arguments are checked as the server would check them.
+LITERAL_CHECKED = frozenset({"respond", "set_header", "add_header"})
+
+
+def response_body(calls, arg: syntax.Expr, expected: Type | None) -> Type:
+    """The body argument of `respond`: typed by the Response the context expects, if any."""
+    if isinstance(expected, ResultOf):
+        expected = expected.ok
+    if isinstance(expected, ResponseOf):
+        calls.expect(arg, expected.body, "body of respond: ")
+        return expected.body
+    t = calls.expr(arg, None)
+    problem = body_problem(t, calls.checker.field_types)
+    if problem is not None:
+        calls.error(problem, arg.span)
+        return UNKNOWN
+    return t
+
+
+def response_of(arg_types: list[Type]) -> Type:
+    """The type `respond(status, body)` makes."""
+    if len(arg_types) < 2 or arg_types[1] == UNKNOWN:
+        return UNKNOWN
+    return ResponseOf(arg_types[1])
+
+
+def check_literals(calls, call: syntax.Call) -> None:
+    """A status, header name or value written as a literal is checked now, as the server
+    would check it: `respond(700, x)` or `set_header(r, "Content-Length", n)` never runs."""
+    args = call.args
+    if call.target == "respond" and args:
+        status = _int_literal(args[0])
+        if status is not None and status_problem(status) is not None:
+            calls.error(f"respond: {status_problem(status)}", args[0].span)
+        return
+    if len(args) >= 2 and isinstance(args[1], syntax.StrLit):
+        problem = header_problem(args[1].value)
+        if problem is not None:
+            calls.error(f"{call.target}: {problem}", args[1].span)
+    if len(args) >= 3 and isinstance(args[2], syntax.StrLit):
+        problem = header_value_problem(args[2].value)
+        if problem is not None:
+            calls.error(f"{call.target}: {problem}", args[2].span)
+
+
+def _int_literal(e: syntax.Expr) -> int | None:
+    if isinstance(e, syntax.IntLit):
+        return e.value
+    if isinstance(e, syntax.Unary) and e.op == "-" and isinstance(e.operand, syntax.IntLit):
+        return -e.operand.value
+    return None

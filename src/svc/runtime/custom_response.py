@@ -1,0 +1,92 @@
+"""`Response[T]`: a handler's answer with the status and header fields it chose.
+
+`respond`, `set_header` and `add_header` are what generated code calls; each checks what the
+compiler could not (a computed status or header) and raises `SvcFault` when it is refused,
+so the request is answered 500 and the fault logged with its .svc line, like any fault.
+`render` turns a finished Response into the bytes of the answer. Only routes whose result
+kind is one of `contract.RESPONSE_KINDS` get here: other routes never look at this module.
+"""
+
+from __future__ import annotations
+
+from svc.contract import ResultKind, header_problem, status_problem
+from svc.runtime import responses
+from svc.runtime.support import Html, SvcFault
+
+#: Statuses that never carry content (RFC 9110 §15.3.5, §15.4.5): the body is dropped and no
+#: Content-Length is sent, whatever the T of the Response.
+NO_CONTENT = frozenset({204, 304})
+
+
+class Response:
+    """A status, a body (the T value) and the header fields set on it, in order."""
+
+    __slots__ = ("status", "body", "fields")
+
+    def __init__(self, status: int, body: object, fields: list[tuple[str, str]]) -> None:
+        self.status = status
+        self.body = body
+        self.fields = fields
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Response) and self.status == other.status
+                and self.body == other.body and self.fields == other.fields)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Response({self.status}, {self.body!r}, {self.fields!r})"
+
+
+def respond(status: int, body: object) -> Response:
+    """`respond(status, body)`; a status outside 200-599 is a fault."""
+    problem = status_problem(status)
+    if problem is not None:
+        raise SvcFault(f"respond: {problem}")
+    return Response(status, body, [])
+
+
+def _checked(what: str, name: str, value: str) -> None:
+    problem = header_problem(name, value)
+    if problem is not None:
+        raise SvcFault(f"{what}: {problem}")
+
+
+def set_header(r: Response, name: str, value: str) -> None:
+    """`set_header(r, name, value)`: the one field of that name (any case) from now on."""
+    _checked("set_header", name, value)
+    lower = name.lower()
+    r.fields = [(k, v) for k, v in r.fields if k.lower() != lower]
+    r.fields.append((name, value))
+
+
+def add_header(r: Response, name: str, value: str) -> None:
+    """`add_header(r, name, value)`: one more field of that name (several `Set-Cookie`)."""
+    _checked("add_header", name, value)
+    r.fields.append((name, value))
+
+
+def _content(kind: ResultKind, body: object, floats: bool) -> tuple[bytes | None, bytes]:
+    """(default content type, body bytes) by the T of the Response."""
+    if kind is ResultKind.RESPONSE_JSON:
+        return responses.JSON, responses.encode_result(body, floats)
+    if kind is ResultKind.RESPONSE_HTML:
+        if not isinstance(body, Html):
+            raise TypeError(f"an Html Response holds {type(body).__name__}")
+        return responses.HTML, body.text.encode("utf-8")
+    return None, b""  # RESPONSE_UNIT
+
+
+def render(r: Response, kind: ResultKind, floats: bool, keep_alive: bool,
+           send_body: bool) -> bytes:
+    """The whole answer. Raises (TypeError, msgspec.EncodeError, SvcFault) for a body that
+    cannot be encoded; the caller answers 500 and logs it like any other fault."""
+    fields = b"".join(b"%s: %s\r\n" % (name.encode("ascii"), value.encode("utf-8"))
+                      for name, value in r.fields)
+    if r.status in NO_CONTENT:
+        return responses.head(r.status, None, None, keep_alive, fields)
+    content_type, body = _content(kind, r.body, floats)
+    if content_type is not None and any(k.lower() == "content-type" for k, _ in r.fields):
+        content_type = None  # the handler's own Content-Type replaces the default
+    head = responses.head(r.status, content_type, len(body), keep_alive, fields)
+    return head + body if send_body else head
