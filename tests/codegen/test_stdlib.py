@@ -224,6 +224,12 @@ print(str(abs(-c)) + " " + str(abs(0)))''') == [
         "2147483647 0"]
 
 
+def test_an_integer_literal_before_an_i32_variable_is_an_i32(run):
+    assert lines(run, '''let n: i32 = -5
+let m: i32 = max(0, n)
+print(f"{m} {min(7, n)} {max(n, 2)}")''') == ["0 -5 2"]
+
+
 def test_min_and_max_of_f64_nan_and_signed_zeros(run):
     assert lines(run, '''nan = 0.0 / 0.0
 print(str(min(nan, 1.0)) + " " + str(min(1.0, nan)) + " " + str(max(nan, 1.0)) + " " + str(max(1.0, nan)))
