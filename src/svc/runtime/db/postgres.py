@@ -4,7 +4,7 @@ Programs are written once: the same `?1`/`?` placeholders (rewritten to `$n`, sq
 the same row mapping (rows.py) and the same error kinds as SQLite. Choices made here:
 
 - The pool holds at most `SVC_DB_POOL_SIZE` connections (default 10), made as needed (one is
-  made by `db_open`, which is how an unreachable server is a `database` error there).
+  tried by `db_open`, which is how an unreachable server is a `database` error there).
   Opening the same URL again returns the same `Db`.
 - Each statement outside a transaction runs on a connection borrowed for it alone, so it
   is its own transaction (autocommit), as on SQLite. A `Tx` keeps one connection from
@@ -157,19 +157,46 @@ async def _answer(value):
 
 async def _guarded(work, sql: str):
     """Run `work` (a coroutine doing one statement) so that it never raises and never
-    outlives the request: the result, or the error it means."""
+    outlives the request: the result, or the error it means.
+
+    In a request the work runs in a Task of its own and is waited for only until just before
+    the processing limit: a server that stopped answering would otherwise hold the caller in
+    asyncpg's clean-up after a cancellation (it waits for the server to confirm), past the
+    limit. A Task given up on is cancelled and left to finish its clean-up alone.
+    """
     deadline = request_deadline()
     try:
         if deadline is None:
             return await work
-        async with asyncio.timeout_at(deadline - DEADLINE_MARGIN_SECONDS):
-            return await work
-    except TimeoutError:
-        return SvcError("busy", "the database did not answer within the processing limit")
+        task = asyncio.ensure_future(work)
+        left = deadline - DEADLINE_MARGIN_SECONDS - asyncio.get_running_loop().time()
+        try:
+            done, _ = await asyncio.wait((task,), timeout=max(left, 0.0))
+        except asyncio.CancelledError:
+            _abandon_task(task)
+            raise
+        if not done:
+            _abandon_task(task)
+            return SvcError("busy", "the database is unavailable",
+                            detail="busy error: the database did not answer within the "
+                                   f"processing limit (in SQL: {shorten(sql)})")
+        return task.result()
     except Exception as exc:  # noqa: BLE001 - sorted into busy or database below
         if _is_unavailable(exc):
-            return SvcError("busy", f"the database is unavailable: {_reason(exc)}")
+            return SvcError("busy", "the database is unavailable",
+                            detail=f"busy error: the database is unavailable: {_reason(exc)}")
         return statement_failed(exc, sql)
+
+
+def _abandon_task(task: asyncio.Task) -> None:
+    task.cancel()
+    task.add_done_callback(_retrieve)
+
+
+def _retrieve(task: asyncio.Task) -> None:
+    """Take a given-up task's outcome, so asyncio does not report it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _is_unavailable(exc: BaseException) -> bool:
@@ -258,12 +285,22 @@ async def open_url(url: str) -> Db | SvcError:
 
 
 async def _new_pool(url: str):
-    """A pool for `url`, tried with one connection, or the reason it cannot be made."""
+    """A pool for `url`, tried with one connection, or the reason it cannot be made.
+
+    The pool keeps no floor of open connections (min_size=0): asyncpg would log a traceback
+    each time it failed to restore one during an outage.
+    """
+    pool = None
     try:
-        return await asyncpg.create_pool(url, min_size=1, max_size=pool_size(),
+        pool = await asyncpg.create_pool(url, min_size=0, max_size=pool_size(),
                                          timeout=CONNECT_TIMEOUT_SECONDS,
                                          max_inactive_connection_lifetime=60.0)
+        async with pool.acquire() as conn:
+            await conn.fetchval("SELECT 1")
+        return pool
     except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad URL, bad password
+        if pool is not None:
+            pool.terminate()
         return SvcError("database", f"cannot open database {_without_password(url)!r}: "
                                     f"{_reason(exc)}")
 
