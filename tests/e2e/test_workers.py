@@ -405,3 +405,18 @@ def test_a_system_without_fork_refuses_more_than_one_worker(tmp_path):
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == ("error: SVC_WORKERS above 1 needs an operating system that can "
                              "fork worker processes, and this one cannot\n")
+
+
+def test_ctrl_c_to_the_terminal_stops_every_worker_once(tmp_path):
+    """Ctrl+C reaches the supervisor and the workers together (one process group): all stop,
+    none is taken for dead and replaced, exit 0."""
+    env = {**os.environ, "SVC_WORKERS": "2", "SVC_PORT": "0", "SVC_DB": str(tmp_path / "w.sqlite")}
+    process = subprocess.Popen([*svcc(), "run", str(PROGRAM)], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert process.stdout.readline().startswith("listening on")
+    pids = worker_pids(process.pid)
+    assert len(pids) == 2
+    os.killpg(process.pid, signal.SIGINT)
+    _out, err = process.communicate(timeout=15)
+    assert (process.returncode, err) == (0, "")
+    assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
