@@ -16,6 +16,8 @@ Shared by the guide's test and the reference's test, so both pages follow one co
   same lines (without the comment marks) in a ```requests block right after it, where readers
   see them: it is served (`svcc run`, SVC_PORT set to a free port) and must answer each request
   so; a BODY that parses as JSON is sent as application/json, any other as text/plain.
+  BODY may start with request header fields written as curl takes them, `-H "Name: value"`
+  (`GET /me -H "Authorization: Bearer t" -> 200`).
 
 Markers are HTML comments, so they do not show when the page is rendered.
 """
@@ -34,6 +36,7 @@ _FENCE = re.compile(r"^```(\w*)\s*$")
 _REQUEST = r"(\S+) (\S+)(?: (.*?))? -> (\d{3})(?: (.*?))?"
 _SERVE = re.compile(rf"^<!-- serve: {_REQUEST} -->$")
 _REQUEST_LINE = re.compile(rf"^{_REQUEST}$")
+_HEADER_OPTION = re.compile(r'-H "([^":]+):\s*([^"]*)"\s*')
 _MAIN = re.compile(r"^(async +)?def +main *\(", re.MULTILINE)
 _FRAGMENT_MAIN = "\n\ndef main():\n    pass\n"
 
@@ -157,6 +160,10 @@ def serve_and_ask(folder: Path, sample: Sample) -> None:
     try:
         for method, path, body, status, expected in sample.requests:
             raw, headers = None, {}
+            while body and _HEADER_OPTION.match(body):
+                option = _HEADER_OPTION.match(body)
+                headers[option.group(1)] = option.group(2)
+                body = body[option.end():] or None
             if body is not None:
                 raw = body.encode()
                 try:

@@ -285,3 +285,42 @@ def test_literal_statuses_and_headers_are_compile_errors(tmp_path):
         assert f"bad.svc:{where}" in out and message in out, (where, message, out)
     assert out.count("^") >= len(expected)  # each shown with its line and caret
     assert f"{len(expected)} errors" in out, out
+
+
+# --- the guide's "A real API" program: what tests/docs cannot see (the header fields) ---------
+
+def _guide_program(tmp_path) -> Path:
+    from tests.docs.doc_samples import REPO, samples
+    sample = next(s for s in samples(REPO / "docs" / "guide.md") if "def caller(h: Headers)" in s.code)
+    path = tmp_path / "api.svc"
+    path.write_text(sample.code)
+    return path
+
+
+def test_the_guides_api_answers_location_and_a_cookie_that_logs_in(tmp_path):
+    server = start([str(_guide_program(tmp_path))], env={"API_SECRET": "test secret"})
+    try:
+        json_type = ["Content-Type: application/json"]
+        r = raw(server, "POST", "/accounts", json_type, b'{"name":"ada","password":"pw"}')
+        assert (r.status, r.headers["location"]) == (201, "/accounts/1")
+        r = raw(server, "POST", "/accounts", json_type, b'{"name":"ada","password":"x"}')
+        assert (r.status, r.json()) == (409, {"error": "the name 'ada' is taken"})
+        r = raw(server, "POST", "/login", json_type, b'{"name":"ada","password":"pw"}')
+        token = r.json()["token"]
+        assert r.headers["set-cookie"] == f"token={token}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = r.headers["set-cookie"].split(";")[0]
+        r = raw(server, "POST", "/notes", [*json_type, f"Cookie: {cookie}"], b'{"text":"a"}')
+        assert (r.status, r.headers["location"], r.json()["owner"]) == (201, "/notes/1", 1)
+        r = raw(server, "POST", "/notes", [*json_type, f"authorization: Bearer {token}"],
+                b'{"text":"b"}')
+        assert (r.status, r.headers["location"]) == (201, "/notes/2")
+        # the guide's token was signed with the default secret: this server refuses it
+        guide_token = "1.62cef242b16fc2cb0055499b27e0915784f0798612290d66e75dd5833551d4df"
+        r = raw(server, "POST", "/notes", [*json_type, f"Authorization: Bearer {guide_token}"],
+                b'{"text":"c"}')
+        assert (r.status, r.json()) == (401, {"error": "invalid token"})
+        r = raw(server, "POST", "/notes", [*json_type, f"Authorization: Basic {token}"],
+                b'{"text":"c"}')
+        assert (r.status, r.json()) == (401, {"error": "expected Authorization: Bearer <token>"})
+    finally:
+        assert server.stop() == 0
