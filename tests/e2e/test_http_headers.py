@@ -324,3 +324,26 @@ def test_the_guides_api_answers_location_and_a_cookie_that_logs_in(tmp_path):
         assert (r.status, r.json()) == (401, {"error": "expected Authorization: Bearer <token>"})
     finally:
         assert server.stop() == 0
+
+
+def test_the_openapi_document_says_a_response_route_chooses_its_status():
+    import json
+
+    from openapi_spec_validator import validate
+
+    done = subprocess.run(svcc() + ["openapi", str(PROGRAM)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    validate(document)
+    paths = document["paths"]
+    created = paths["/notes"]["post"]["responses"]
+    assert "200" not in created
+    assert created["2XX"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Note"}
+    assert "content" not in paths["/login"]["get"]["responses"]["2XX"]  # Response[unit]
+    assert "text/html" in paths["/page"]["get"]["responses"]["2XX"]["content"]
+    # a Headers parameter is no path or query parameter
+    assert [p["name"] for p in paths["/header/{name}"]["get"]["parameters"]] == ["name"]
+    assert "parameters" not in paths["/slow-header"]["get"]
+    assert "200" in paths["/plain"]["get"]["responses"]  # plain handlers as before

@@ -21,7 +21,8 @@ from svc.compiler.program import CheckedProgram, RouteInfo
 from svc.compiler.types import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
 )
-from svc.contract import INT_RANGES, ParamSource, ResultKind
+from svc.compiler.types import ResponseOf
+from svc.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA = "Error"
@@ -120,7 +121,9 @@ def _request_body(source: ParamSource, t: Type) -> dict[str, Any]:
 def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     ok = route_ok_type(program, route)
-    if route.result is ResultKind.UNIT:
+    if route.result in RESPONSE_KINDS and isinstance(ok, ResponseOf):
+        responses["2XX"] = _chosen_response(route.result, ok.body)
+    elif route.result is ResultKind.UNIT:
         responses["204"] = {"description": "Done (no body)"}
     elif route.result is ResultKind.HTML:
         responses["200"] = {"description": "An HTML page", "content": {
@@ -139,6 +142,16 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
     for status in sorted(statuses):
         responses[str(status)] = _error_response(status)
     return responses
+
+
+def _chosen_response(kind: ResultKind, body: Type) -> dict[str, Any]:
+    """A `Response[T]`: the handler chooses the status (and header fields) at run time."""
+    described = {"description": "The status and header fields the handler chooses"}
+    if kind is ResultKind.RESPONSE_UNIT:
+        return described
+    if kind is ResultKind.RESPONSE_HTML:
+        return {**described, "content": {"text/html": {"schema": {"type": "string"}}}}
+    return {**described, "content": {"application/json": {"schema": schema_of(body)}}}
 
 
 def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
