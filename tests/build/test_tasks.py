@@ -68,3 +68,23 @@ def test_svc_db_names_another_database_relative_to_the_working_directory(tasks, 
         assert server.stop() == 0
     assert (folder / "data" / "mine.sqlite").is_file()
     assert not (folder / "tasks.sqlite").exists()
+
+
+def test_postgresql_needs_nothing_but_the_url(tasks, tmp_path, postgres_cluster):
+    """The executable alone, with `env -i` and SVC_DB set to a PostgreSQL URL: it migrates
+    that database and serves from it (the driver is inside the executable)."""
+    executable, _ = tasks
+    folder, tmpdir = tmp_path / "run", tmp_path / "tmp"
+    tmpdir.mkdir()
+    installed = install_alone(executable, folder)
+    url = postgres_cluster.create_database()
+    server = start(installed, folder, tmpdir, SVC_DB=url)
+    try:
+        status, created = server.json("POST", "/api/tasks", {"title": "on postgres", "done": True})
+        assert status == 200 and created["done"] is True
+        assert server.json("GET", "/api/stats") == (200, {"total": 1, "done": 1, "open": 0})
+    finally:
+        assert server.stop() == 0, "".join(server.stderr)
+    assert sorted(p.name for p in folder.iterdir()) == ["tasks"]  # no database file here
+    database = url.rsplit("/", 1)[1]
+    assert postgres_cluster.sql("SELECT title FROM tasks", database).strip() == "on postgres"
