@@ -347,3 +347,10 @@ def test_the_openapi_document_says_a_response_route_chooses_its_status():
     assert [p["name"] for p in paths["/header/{name}"]["get"]["parameters"]] == ["name"]
     assert "parameters" not in paths["/slow-header"]["get"]
     assert "200" in paths["/plain"]["get"]["responses"]  # plain handlers as before
+
+
+def test_copy_of_a_response_changes_apart(server):
+    r = raw(server, "GET", "/copied/first", [])
+    assert (r.headers["x-which"], r.json()) == ("first", {"id": 1, "text": "after"})
+    r = raw(server, "GET", "/copied/second", [])
+    assert (r.headers["x-which"], r.json()) == ("second", {"id": 1, "text": "before"})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from svc.contract import ResultKind, header_problem, status_problem
 from svc.runtime import responses
-from svc.runtime.support import Html, SvcFault
+from svc.runtime.support import Html, SvcFault, copy
 
 #: Statuses that never carry content (RFC 9110 §15.3.5, §15.4.5): the body is dropped and no
 #: Content-Length is sent, whatever the T of the Response.
@@ -36,6 +36,10 @@ class Response:
 
     def __repr__(self) -> str:
         return f"Response({self.status}, {self.body!r}, {self.fields!r})"
+
+    def __svc_copy__(self) -> Response:
+        """`copy(r)`: a Response whose body and fields change apart from this one's."""
+        return Response(self.status, copy(self.body), list(self.fields))
 
 
 def respond(status: int, body: object) -> Response:
