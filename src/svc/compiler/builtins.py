@@ -168,9 +168,10 @@ RANGE = "range"
 
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
-                        "Error", "List", "Result", "view"})
+                        "Error", "List", "Result", "view", "Headers", "Response"})
+#: The HTTP types, resolved by compiler/check_http.py.
 HTTP_TYPE_NAMES = frozenset({"Headers", "Response"})
-RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES | HTTP_TYPE_NAMES
+RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 
 #: Human-readable names of the parameter kinds, for "expected ..., found ..." messages.
 KIND_TEXT = {
