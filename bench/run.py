@@ -9,6 +9,9 @@ started fresh for each round. Then capacity and endurance runs against svc.
   run.py            full mode (3 rounds, 2 s warm-up, 10 s measured, 120 s soak)
   run.py --quick    1 round, 1 s + 3 s, 20 s soak: to try the harness (also BENCH_QUICK=1)
 
+`svc-pg` and `node-pg` run only GET /users/{id}, on a private PostgreSQL cluster pinned to
+CPU 0 with the servers (harness/postgres.py).
+
 Then "every core" (harness/scaling.py): svc, Node and Go with 1 and 2 workers, servers and wrk
 sharing both CPUs; `--scaling only` runs just that, `--scaling off` skips it.
 """
@@ -59,8 +62,11 @@ def conforming(names: list[str]) -> tuple[list[str], dict]:
 
 def measure_server(name: str, cases: list[wrk.Case], mode: dict, runs: dict) -> None:
     """One fresh start of `name`, every case once, in the given order."""
-    with RunningServer(SPECS[name]) as server:
+    spec = SPECS[name]
+    with RunningServer(spec) as server:
         for case in cases:
+            if spec.cases is not None and case.name not in spec.cases:
+                continue
             wrk.run(server.url(""), case, mode["warmup"])
             cpu_before = server.cpu_seconds()
             result = wrk.run(server.url(""), case, mode["seconds"])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and builds what `make bench` needs, each only where missing or out of date:
 # Debian's wrk, golang-go and go-sqlite3 (apt-get); the Go peer (bench/.work/go-server);
-# better-sqlite3 for the Node peer (npm, into bench/.work/node); FastAPI, uvicorn and py-spy in
+# better-sqlite3 and pg for the Node peer (npm, into bench/.work/node); Debian's postgresql
+# for the PostgreSQL case (the run starts a private cluster of its own); FastAPI, uvicorn and py-spy in
 # their own venv (bench/.work/venv). Nothing it makes is committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v make >/dev/null && command -v g++ >/dev/null || missing+=(build-essential)
 [ -d /usr/share/gocode/src/github.com/mattn/go-sqlite3 ] || missing+=(golang-github-mattn-go-sqlite3-dev)
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bench setup: installing ${missing[*]} from Debian"
     $SUDO apt-get update -qq
@@ -33,7 +35,7 @@ fi
 # The Node peer's SQLite driver (compiled from source when no prebuilt binary can be fetched).
 if ! cmp -s bench/peers/node/package.json "$WORK/node/package.json" \
         || [ ! -d "$WORK/node/node_modules/better-sqlite3/build" ]; then
-    echo "bench setup: installing better-sqlite3 for the Node peer (a compile can take minutes)"
+    echo "bench setup: installing better-sqlite3 and pg for the Node peer (a compile can take minutes)"
     mkdir -p "$WORK/node"
     cp bench/peers/node/package.json "$WORK/node/package.json"
     (cd "$WORK/node" && npm install --no-audit --no-fund --loglevel=error)

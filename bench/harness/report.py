@@ -46,6 +46,11 @@ def fmt_ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
 
 
+def _node_peer(server: str) -> str:
+    """The Node server a server is compared with: node-pg for the PostgreSQL servers."""
+    return "node-pg" if server.endswith("-pg") else "node"
+
+
 def throughput_table(results: dict) -> list[str]:
     summary = results["summary"]
     lines = [
@@ -59,7 +64,7 @@ def throughput_table(results: dict) -> list[str]:
             lines.append(
                 f"| {case} | {server} | {s['rps']:,.0f} | {s['rps_min']:,.0f}–{s['rps_max']:,.0f} "
                 f"| {s['p50_ms']:.2f} | {s['p99_ms']:.2f} | {s['cpu_us']:.1f} | {s['rss_mib']:.0f} "
-                f"| {fmt_ratio(ratio(summary, server, 'node', case))} "
+                f"| {fmt_ratio(ratio(summary, server, _node_peer(server), case))} "
                 f"| {fmt_ratio(ratio(summary, server, 'bare-uvloop', case))} | {s['errors']} |"
             )
     return lines
@@ -191,7 +196,11 @@ def render(results: dict) -> str:
         "threads, from /proc) per request, and ratios of medians. Before any load, each "
         "server (except the fixed-response ceiling) passes `bench/conformance.py`: same JSON, status "
         "codes and strictness as `examples/workload/workload.svc`. Databases are SQLite `:memory:` "
-        "with the same 1,000 seeded rows. "
+        "with the same 1,000 seeded rows, except for `svc-pg` and `node-pg`: the same svc program "
+        "and Node peer (with the `pg` package, a pool of 10 as svc's) on PostgreSQL, measured on "
+        "GET /users/{id} only; the PostgreSQL cluster is private to the run, on 127.0.0.1, and "
+        "pinned to CPU 0 with the server, so the database's work shares the server's core (CPU "
+        "µs/req counts the server process only). "
         "svc runs with `SVC_LOG=quiet` (no access log), as uvicorn runs with `--no-access-log`; the "
         "other peers log nothing per request. The \"Every core\" section below is the exception: "
         "there the servers and wrk share both CPUs, as it says.",

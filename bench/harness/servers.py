@@ -30,6 +30,8 @@ class ServerSpec:
     cwd: Path = ROOT
     env: dict = field(default_factory=dict)
     conforms: bool = True  # False for the fixed-response ceiling, which has no routes
+    cases: tuple[str, ...] | None = None  # the load cases it runs (None: every case)
+    postgres: bool = False  # SVC_DB is the benchmark's PostgreSQL database (harness/postgres.py)
 
 
 SPECS = {
@@ -45,6 +47,17 @@ SPECS = {
         "node", ("node", "bench/peers/node/server.js"), env={"NODE_PATH": str(WORK / "node/node_modules")}
     ),
     "go": ServerSpec("go", (str(WORK / "go-server"),)),
+    # The database case on PostgreSQL: the same workload program and Node peer (with `pg`).
+    "svc-pg": ServerSpec(
+        "svc-pg",
+        (str(ROOT / ".venv/bin/svcc"), "run", "examples/workload/workload.svc"),
+        env={"SVC_LOG": "quiet"}, cases=("GET /users/{id}",), postgres=True,
+    ),
+    "node-pg": ServerSpec(
+        "node-pg", ("node", "bench/peers/node/server.js"),
+        env={"NODE_PATH": str(WORK / "node/node_modules")}, cases=("GET /users/{id}",),
+        postgres=True,
+    ),
     "fastapi": ServerSpec(
         "fastapi",
         (
@@ -72,6 +85,10 @@ class RunningServer:
         self.log_path = LOGS / f"{spec.name}.log"
         env = {**os.environ, "SVC_PORT": str(self.port), "SVC_DB": ":memory:", **spec.env,
                **(extra_env or {})}
+        if spec.postgres:
+            from harness import postgres
+
+            env["SVC_DB"] = postgres.database_url()
         command = ["taskset", "-c", cpus, *spec.command]
         if spec.name == "fastapi":
             command += ["--port", str(self.port)]

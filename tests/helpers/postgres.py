@@ -38,7 +38,9 @@ def binaries() -> Path:
 class Cluster:
     """One running cluster; `url(name)` gives a database URL, `create_database` makes one."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: tuple[str, ...] = ()) -> None:
+        """`prefix` goes before every PostgreSQL command (the benchmark pins the cluster to
+        the servers' CPU with `taskset -c 0`)."""
         self.bin = binaries()
         self.folder = Path(tempfile.mkdtemp(prefix="svc-pg-"))
         self.data = self.folder / "data"
@@ -46,12 +48,12 @@ class Cluster:
         self.sockets.mkdir()
         self.log = self.folder / "server.log"
         self.port = free_port()
-        self._as_user: list[str] = []
+        self._as_user: list[str] = list(prefix)
         if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             account = pwd.getpwnam("postgres")
             for path in (self.folder, self.sockets):
                 os.chown(path, account.pw_uid, account.pw_gid)
-            self._as_user = ["runuser", "-u", "postgres", "--"]
+            self._as_user += ["runuser", "-u", "postgres", "--"]
         self._names = 0
 
     def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -107,8 +109,8 @@ class Cluster:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_cluster() -> Cluster:
-    cluster = Cluster()
+def start_cluster(prefix: tuple[str, ...] = ()) -> Cluster:
+    cluster = Cluster(prefix)
     try:
         cluster.init()
     except BaseException:

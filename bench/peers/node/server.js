@@ -2,13 +2,18 @@
 // shapes and status codes as examples/workload/workload.svc, with the same strict checks
 // (exact fields, JSON types, i32 range for age) and the same seeded SQLite table
 // (better-sqlite3, synchronous: a point lookup in memory is microseconds).
-// Port from SVC_PORT (default 8080), database from SVC_DB (default :memory:).
+// Port from SVC_PORT (default 8080), database from SVC_DB (default :memory:). A PostgreSQL
+// URL in SVC_DB uses the `pg` package instead: a Pool of SVC_DB_POOL_SIZE (default 10, as
+// svc's) and a named prepared statement for the lookup, as svc's asyncpg prepares it.
 // NODE_WORKERS=N (default 1) runs N `cluster` workers on the one port, as SVC_WORKERS does for
 // svc: the primary seeds a database file once, then each worker opens it.
 'use strict';
 const cluster = require('cluster');
 const http = require('http');
 const Database = require('better-sqlite3');
+
+const DB_URL = process.env.SVC_DB || ':memory:';
+const ON_POSTGRES = /^postgres(ql)?:\/\//.test(DB_URL);
 
 const I32_MIN = -2147483648;
 const I32_MAX = 2147483647;
@@ -29,7 +34,20 @@ function openDb(path) {
   return db.prepare('SELECT id, name, age FROM users WHERE id = ?');
 }
 
-const lookup = openDb(process.env.SVC_DB || ':memory:');
+// PostgreSQL: the same table and rows as workload.svc seeds. BIGINT arrives as text by
+// default; ids are within 2^53, so they are read as numbers, as svc reads them as integers.
+async function openPostgres(url) {
+  const pg = require('pg');
+  pg.types.setTypeParser(20, (text) => Number(text));
+  const pool = new pg.Pool({ connectionString: url, max: Number(process.env.SVC_DB_POOL_SIZE || 10) });
+  await pool.query('CREATE TABLE IF NOT EXISTS users (id BIGINT PRIMARY KEY, name TEXT NOT NULL, age INTEGER NOT NULL)');
+  await pool.query("INSERT INTO users (id, name, age) SELECT n, 'user' || n, 18 + n % 60 " +
+                   'FROM generate_series(1, 1000) AS n ON CONFLICT (id) DO NOTHING');
+  return pool;
+}
+
+const lookup = ON_POSTGRES ? null : openDb(DB_URL);
+let pgPool = null;
 
 function send(res, status, contentType, body) {
   res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
@@ -105,9 +123,19 @@ function query(res, search) {
 function userById(res, raw) {
   const id = parseI64(raw);
   if (id === null) return fail(res, 400, "bad path parameter 'id'");
+  if (pgPool !== null) return userByIdPostgres(res, id);
   const row = lookup.get(id);
   if (row === undefined) return fail(res, 404, 'not found');
   json(res, 200, { id: row.id, name: row.name, age: row.age });
+}
+
+function userByIdPostgres(res, id) {
+  const query = { name: 'user_by_id', text: 'SELECT id, name, age FROM users WHERE id = $1', values: [String(id)] };
+  pgPool.query(query).then((result) => {
+    const row = result.rows[0];
+    if (row === undefined) return fail(res, 404, 'not found');
+    json(res, 200, { id: row.id, name: row.name, age: row.age });
+  }, () => fail(res, 503, 'the database is unavailable'));
 }
 
 const GET_ROUTES = new Set(['/health', '/small', '/query']);
@@ -138,7 +166,13 @@ if (workers > 1 && cluster.isPrimary) {
   cluster.on('exit', () => { if (!stopping) cluster.fork(); });
   process.on('SIGTERM', () => { stopping = true; for (const w of Object.values(cluster.workers)) w.kill(); });
 } else {
-  http.createServer({ keepAliveTimeout: 10000 }, handle).listen({ port, host: '127.0.0.1', backlog: 4096 }, () => {
+  const listen = () => http.createServer({ keepAliveTimeout: 10000 }, handle).listen({ port, host: '127.0.0.1', backlog: 4096 }, () => {
     if (!cluster.isWorker) console.log(`listening on http://127.0.0.1:${port}`);
   });
+  if (ON_POSTGRES) {
+    openPostgres(DB_URL).then((pool) => { pgPool = pool; listen(); },
+                              (e) => { console.error(`cannot open ${DB_URL}: ${e.message}`); process.exit(1); });
+  } else {
+    listen();
+  }
 }

@@ -1,0 +1,27 @@
+"""The benchmark's PostgreSQL: one private cluster for the whole run, pinned to the servers' CPU.
+
+Started on first use (initdb and pg_ctl in a temporary folder, on a free port of 127.0.0.1,
+as the tests start theirs: tests/helpers/postgres.py) and removed when the run ends. The
+PostgreSQL servers of the benchmark (svc-pg, node-pg) share one database, `bench`, whose
+users table each of them seeds with the same 1,000 rows.
+"""
+
+import atexit
+import sys
+
+from harness.servers import ROOT, SERVER_CPU
+
+_cluster = None
+
+
+def database_url() -> str:
+    global _cluster
+    if _cluster is None:
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        from tests.helpers.postgres import start_cluster
+
+        _cluster = start_cluster(prefix=("taskset", "-c", SERVER_CPU))
+        atexit.register(_cluster.remove)
+        _cluster.sql("CREATE DATABASE bench")
+    return _cluster.url("bench")
