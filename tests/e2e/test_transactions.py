@@ -114,3 +114,31 @@ def test_migrations_apply_once_and_an_edited_step_stops_the_start(database_url, 
     assert result.stderr.startswith("error: migration step 1 differs from the step applied"), \
         result.stderr
     assert "Traceback" not in result.stderr
+
+
+FORGETFUL_MAIN = '''\
+class Count:
+    n: i64
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(env("SVC_DB", ""))
+    if env("STEP", "") == "write":
+        try await db_exec(db, "CREATE TABLE kept (n BIGINT NOT NULL)")
+        tx = try await db_begin(db)
+        try await db_exec(tx, "INSERT INTO kept (n) VALUES (1)")
+        print("left open")
+        return ok(())
+    match try await db_one[Count](db, "SELECT COUNT(*) AS n FROM kept"):
+        case Some(c): print("rows " + str(c.n))
+        case None: print("no answer")
+    return ok(())
+'''
+
+
+def test_a_transaction_left_open_by_main_is_rolled_back(database_url, tmp_path):
+    program = tmp_path / "forgetful.svc"
+    program.write_text(FORGETFUL_MAIN)
+    wrote = run_to_end(["run", str(program)], env={"SVC_DB": database_url, "STEP": "write"})
+    assert (wrote.returncode, wrote.stdout, wrote.stderr) == (0, "left open\n", "")
+    read = run_to_end(["run", str(program)], env={"SVC_DB": database_url, "STEP": "read"})
+    assert (read.returncode, read.stdout, read.stderr) == (0, "rows 0\n", "")

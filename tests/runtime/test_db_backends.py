@@ -187,3 +187,22 @@ def test_an_unreachable_database_is_a_database_error_from_db_open(postgres_clust
     assert "no_such_database" in missing.message
     assert closed.kind == "database" and "secret" not in closed.message
     assert "svc:***@127.0.0.1:1" in closed.message
+
+
+@pytest.mark.parametrize("setting, expected", [(None, 10), ("3", 3), ("0", 10), ("x", 10)])
+def test_the_pool_size_comes_from_svc_db_pool_size(postgres_cluster, monkeypatch, setting,
+                                                   expected):
+    if setting is None:
+        monkeypatch.delenv("SVC_DB_POOL_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("SVC_DB_POOL_SIZE", setting)
+    url = postgres_cluster.create_database()
+
+    async def main():
+        db = await db_open(url)
+        try:
+            return db.pool.get_max_size()
+        finally:
+            close_all()
+
+    assert asyncio.run(main()) == expected
