@@ -91,6 +91,10 @@ def test_201_with_location(server):
     assert r.headers["location"] == "/notes/7"
     assert r.headers["content-type"] == "application/json"
     assert r.json() == {"id": 7, "text": "hi"}
+    assert "POST /notes 201" in server.log(until="POST /notes 201")  # the access log
+    r = raw(server, "PUT", "/notes/9?x=1", [], b'{"id":0,"text":"put"}')
+    assert (r.status, r.headers["location"], r.json()) == (201, "/notes/9", {"id": 9, "text": "put"})
+    assert "PUT /notes/9?x=1 201" in server.log(until="PUT /notes/9?x=1 201")
 
 
 def test_an_error_from_a_response_handler_answers_its_status(server):
