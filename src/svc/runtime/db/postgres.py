@@ -85,8 +85,13 @@ class PostgresDb(Db):
         if self.pool is None:
             return shutting_down()
         tx = PostgresTx(self)
-        result = await _guarded(tx._start(), "BEGIN")
+        try:
+            result = await _guarded(tx._start(), "BEGIN")
+        except asyncio.CancelledError:
+            tx.state = "never begun"  # `_start`, still running, gives its connection back
+            raise
         if isinstance(result, SvcError):
+            tx.state = "never begun"
             await tx._release(broken=True)
             return result
         return tx
@@ -103,8 +108,20 @@ class PostgresTx(Tx):
         self._ending: asyncio.Task | None = None
 
     async def _start(self) -> None:
-        self.conn = await self.db.pool.acquire()
-        await self.conn.execute("BEGIN")
+        """Take a connection and BEGIN; one whose db_begin stopped waiting meanwhile (its
+        request's limit, a cancellation) goes back to the pool closed, never leaks."""
+        conn = await self.db.pool.acquire()
+        try:
+            await conn.execute("BEGIN")
+        except BaseException:
+            conn.terminate()
+            await self.db.pool.release(conn)
+            raise
+        if self.state is not OPEN:
+            conn.terminate()
+            await self.db.pool.release(conn)
+            return
+        self.conn = conn
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.state is not OPEN:
