@@ -124,7 +124,8 @@ def test_a_server_that_stops_answering_gets_503_within_the_processing_limit(own_
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         try:
-            for method, path in [("GET", "/notes"), ("POST", "/transfer?source=1&target=2&amount=1")]:
+            for method, path in [("GET", "/notes"),
+                                 ("POST", "/transfer?source=1&target=2&amount=1")]:
                 started = time.monotonic()
                 response = server.request(method, path)
                 took = time.monotonic() - started

@@ -427,7 +427,6 @@ def _reopened_thread_main(db: SqliteDb) -> None:
         _deliver_batch(db, [(job[0], error) for job in batch if job is not _STOP])
 
 
-
 # --- the queries ----------------------------------------------------------------------------
 
 def _rows_changed(conn: sqlite3.Connection, sql: str, args: tuple) -> int:
