@@ -180,9 +180,13 @@ def test_an_unreachable_database_is_a_database_error_from_db_open(postgres_clust
     async def main():
         missing = await db_open(postgres_cluster.url("no_such_database"))
         closed = await db_open("postgresql://svc:secret@127.0.0.1:1/x")
-        return missing, closed
+        short = await db_open(postgres_cluster.url().replace("postgresql://", "postgres://"))
+        dialect = db_dialect(short)
+        close_all()
+        return missing, closed, dialect
 
-    missing, closed = asyncio.run(main())
+    missing, closed, dialect = asyncio.run(main())
+    assert dialect == "postgresql"  # the postgres:// spelling too
     assert isinstance(missing, SvcError) and missing.kind == "database"
     assert "no_such_database" in missing.message
     assert closed.kind == "database" and "secret" not in closed.message
