@@ -60,21 +60,12 @@ def stop_with_the_bootloader() -> None:
 
     Out of the terminal's process group (`receive_signals_once`), a `kill -9` of the
     bootloader or of its group no longer reaches this process; it would keep serving, its
-    port taken, with nobody to stop it. PR_SET_PDEATHSIG asks the kernel to send the
-    graceful-shutdown signal instead.
+    port taken, with nobody to stop it.
     """
-    if not (getattr(sys, "frozen", False) and sys.platform.startswith("linux")):
-        return
-    import ctypes
-    import signal
+    if getattr(sys, "frozen", False):
+        from svc.runtime.signals import stop_when_parent_dies
 
-    parent = os.getppid()
-    try:
-        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the bootloader died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
+        stop_when_parent_dies()
 
 
 def main() -> int:

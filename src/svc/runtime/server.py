@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import os
-import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -22,6 +22,7 @@ from svc.runtime import builtin_routes, workers
 from svc.runtime.connection import App, Connection
 from svc.runtime.routing import Router
 from svc.runtime.serverlog import ServerLog
+from svc.runtime.signals import install_stop_handlers
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import Watchdog
 
@@ -31,6 +32,11 @@ WAIT_VARIABLE = "SVC_HTTP_REQUEST_WAIT_SECONDS"
 SHUTDOWN_GRACE = PROCESSING_LIMIT + 0.5
 #: Seconds between deadline sweeps while shutting down.
 SHUTDOWN_TICK = 0.02
+#: Net new container objects before a youngest-generation collection (Python's default: 700).
+#: Each suspended handler keeps a few dozen alive (its Task, frames, futures), so at 64
+#: connections the default threshold is crossed by live objects alone and the collector runs
+#: every few requests without finding garbage (measured: ~1.8 µs per database request).
+GEN0_THRESHOLD = 20_000
 
 
 async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
@@ -78,6 +84,7 @@ async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socke
     loop = asyncio.get_running_loop()
     log = ServerLog(quiet=os.environ.get("SVC_LOG", "").strip().lower() == "quiet")
     app = App(loop, Router(tuple(builtin_routes.ROUTES) + tuple(routes)), db, wait, log)
+    settle_collector()
     try:
         if listener is not None:
             server = await loop.create_server(lambda: Connection(app), sock=listener,
@@ -94,7 +101,7 @@ async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socke
     stop = asyncio.Event()
     # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
     # it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it short.
-    installed = _install_stop_handlers(loop, stop)
+    installed = install_stop_handlers(loop, stop)
     if ready is None:
         print(f"listening on http://127.0.0.1:{bound}", flush=True)
     else:
@@ -108,6 +115,17 @@ async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socke
             for signum in installed:
                 loop.remove_signal_handler(signum)
     return None
+
+
+def settle_collector() -> None:
+    """Before serving: what the program built so far (its code, the router, the compiled
+    routes, the database handle) lives as long as the server, so it is frozen out of the
+    collector's scans (`gc.freeze`, after one collection so no garbage is frozen with it);
+    and young collections wait for `GEN0_THRESHOLD` new objects. Cycles are still collected."""
+    gc.collect()
+    gc.freeze()
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(GEN0_THRESHOLD, gen0), gen1, gen2)
 
 
 def wait_seconds_from_env() -> int | SvcError:
@@ -133,18 +151,6 @@ def raise_open_file_limit() -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     except (OSError, ValueError):
         pass
-
-
-def _install_stop_handlers(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
-    """SIGINT and SIGTERM set `stop`; returns the signals handled (none on Windows)."""
-    installed = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(signum, stop.set)
-            installed.append(signum)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not main thread
-            pass
-    return installed
 
 
 async def shut_down(app: App, server: asyncio.AbstractServer | None,

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc.contract import PROCESSING_LIMIT, Route
+from svc.runtime.signals import STOP_SIGNALS, install_stop_handlers, stop_when_parent_dies
 from svc.runtime.support import SvcError
 
 VARIABLE = "SVC_WORKERS"
@@ -51,7 +52,6 @@ MIN_LIFETIME = 1.0
 STARTUP_SECONDS = 60.0
 #: How long stopping workers may take before they are killed: their own grace, and a margin.
 STOP_SECONDS = 2 * PROCESSING_LIMIT + 5.0
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 #: server.serve_worker(db, listener, routes, ready): one worker's server, passed in so that
 #: this module does not import the server (which imports this one).
@@ -195,7 +195,7 @@ class Supervisor:
         self.loop = asyncio.get_running_loop()
 
     async def run(self) -> None | SvcError:
-        installed = _install_stop_handlers(self.loop, self.stop)
+        installed = install_stop_handlers(self.loop, self.stop)
         try:
             failure = await self._start_all()
             if failure is None and not self.stop.is_set():
@@ -229,7 +229,7 @@ class Supervisor:
     def _fork(self) -> Worker:
         """Start one worker process; its startup report arrives on a pipe of its own."""
         read_end, write_end = os.pipe()
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:  # the worker: never returns into the supervisor's coroutines
@@ -283,17 +283,6 @@ class Supervisor:
         for worker in self.workers.values():
             if worker.report is not None:
                 worker.report.cancel()
-
-
-def _install_stop_handlers(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
-    installed = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(signum, stop.set)
-            installed.append(signum)
-        except (NotImplementedError, RuntimeError, ValueError):
-            pass
-    return installed
 
 
 def _reap(pid: int) -> str | None:
@@ -373,7 +362,7 @@ def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
 
     try:
         _leave_parent_loop(signal_mask)
-        _stop_with_parent()
+        stop_when_parent_dies()
         loop = _new_event_loop()
         asyncio.set_event_loop(loop)
         db_module = sys.modules.get("svc.runtime.db")
@@ -405,25 +394,9 @@ def _leave_parent_loop(signal_mask) -> None:
     parent) and its signal handling, then let signals in again."""
     asyncio.events._set_running_loop(None)
     signal.set_wakeup_fd(-1)  # the parent's loop reads signal numbers from that descriptor
-    for signum in _STOP_SIGNALS:
+    for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)  # until the worker's loop installs its own
     signal.pthread_sigmask(signal.SIG_SETMASK, signal_mask)
-
-
-def _stop_with_parent() -> None:
-    """On Linux, a worker whose supervisor was killed (kill -9) gets SIGTERM and stops
-    gracefully rather than holding the port with nobody to stop it."""
-    if not sys.platform.startswith("linux"):
-        return
-    parent = os.getppid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the supervisor died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
