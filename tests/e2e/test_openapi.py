@@ -242,3 +242,132 @@ def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> No
     stricter["components"]["schemas"]["TaskInput"]["properties"]["title"]["maxLength"] = 5
     problems = exchange_problems(stricter, exchanges)
     assert any("accepted, but the document refuses the request" in p for p in problems), problems
+
+
+# --- Response[T] routes: the statuses of their `respond` literals ----------------------------------
+
+RESPONDING = '''\
+class Item:
+    id: i64
+    name: str
+
+def created(item: Item) -> Response[Item]:
+    r = respond(201, item)
+    set_header(r, "Location", f"/items/{item.id}")
+    return r
+
+def checked(item: Item) -> Result[Response[Item], Error]:
+    if item.id == 0:
+        return ok(respond(409, item))
+    return ok(created(item))
+
+def unrelated() -> i64:
+    # a Response made here cannot reach a handler: not followed
+    r = respond(418, ())
+    return 1
+
+@post("/items")
+async def add(item: Item) -> Result[Response[Item], Error]:
+    if item.id < 0:
+        return conflict("taken")
+    n = unrelated()
+    if item.id == 5:
+        return ok(respond(200, item))
+    return checked(item)
+
+@get("/gone")
+async def gone() -> Result[Response[Item], Error]:
+    return ok(respond(204, Item(id=1, name="never sent")))
+
+@get("/page")
+async def page() -> Result[Response[Html], Error]:
+    return ok(respond(203, html("<p>hi</p>")))
+
+@get("/cached")
+async def cached(fresh: bool) -> Result[Response[unit], Error]:
+    if fresh:
+        return ok(respond(304, ()))
+    return ok(respond(200, ()))
+
+@get("/any/{code}")
+async def any_status(code: i64) -> Result[Response[Item], Error]:
+    if code == 0:
+        return ok(respond(202, Item(id=0, name="zero")))
+    return ok(respond(code, Item(id=code, name="computed")))
+
+@get("/refused")
+async def refused() -> Result[Response[Item], Error]:
+    return forbidden("never")
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    return await serve(db, 0)
+'''
+ITEM = {"$ref": "#/components/schemas/Item"}
+
+
+def test_a_response_route_lists_the_statuses_of_its_respond_literals(tmp_path: Path) -> None:
+    (tmp_path / "items.svc").write_text(RESPONDING)
+    document = openapi_document([str(tmp_path / "items.svc")])
+    validate(document)
+    paths = document["paths"]
+    add = paths["/items"]["post"]["responses"]
+    # its own respond(200), created()'s 201 through checked(), checked()'s 409; not 418
+    assert {"200", "201", "409"} <= set(add) and "418" not in add and "2XX" not in add
+    for status in ("200", "201"):
+        assert add[status]["content"] == {"application/json": {"schema": ITEM}}
+    # 409 is both a respond literal and the conflict error: either body
+    assert add["409"]["content"] == {"application/json": {"schema": {"anyOf": [ITEM, ERROR]}}}
+    assert statuses(paths["/items"]["post"]) == [200, 201, 400, 405, 409, 413, 415, 500, 503,
+                                                   504]
+    gone = paths["/gone"]["get"]["responses"]
+    assert "content" not in gone["204"] and "200" not in gone
+    page = paths["/page"]["get"]["responses"]["203"]
+    assert page["content"] == {"text/html": {"schema": {"type": "string"}}}
+    cached = paths["/cached"]["get"]["responses"]
+    assert "content" not in cached["200"] and "content" not in cached["304"]
+    # a computed status: "2XX", beside the literal ones
+    computed = paths["/any/{code}"]["get"]["responses"]
+    assert {"202", "2XX"} <= set(computed)
+    assert computed["2XX"]["content"] == {"application/json": {"schema": ITEM}}
+    # never a respond: no success response, only the errors
+    refused = paths["/refused"]["get"]
+    assert min(statuses(refused)) == 400 and 403 in statuses(refused)
+    assert not any(s.startswith("2") for s in refused["responses"])
+
+
+def test_the_http_headers_programs_answers_validate_against_its_document() -> None:
+    from tests.helpers.http_testkit import request
+    from tests.helpers.openapi_check import Exchange
+    from tests.helpers.svc_process import start as start_program
+
+    program = REPO / "tests" / "e2e" / "programs" / "http_headers.svc"
+    document = openapi_document([str(program)])
+    validate(document)
+    # (not /problem nor /text: a Content-Type the handler sets is not in the document)
+    requests = [("POST", "/notes", b'{"id":1,"text":"a"}'),
+                ("POST", "/notes", b'{"id":-1,"text":"a"}'),
+                ("PUT", "/notes/3", b'{"id":9,"text":"b"}'), ("GET", "/login", None),
+                ("GET", "/not-modified", None), ("GET", "/page", None),
+                ("GET", "/nothing", None), ("GET", "/maybe/0", None), ("GET", "/maybe/2", None),
+                ("GET", "/status/299", None), ("GET", "/conflict", None),
+                ("GET", "/copied/first", None), ("GET", "/plain", None)]
+    server = start_program([str(program)])
+    exchanges = []
+    try:
+        for method, target, body in requests:
+            headers = {"content-type": "application/json"} if body is not None else {}
+            answer = request(server.port, method, target, body, headers)
+            exchanges.append(Exchange(method, target, headers, body, answer.status,
+                                      answer.headers, answer.body))
+    finally:
+        assert server.stop() == 0
+    assert [e.status for e in exchanges] == [201, 400, 201, 200, 304, 202, 204, 200, 200, 299,
+                                             409, 200, 200]
+    assert exchange_problems(document, exchanges) == []
+    # The document is precise: a status the handler does not write is caught.
+    drifted = copy.deepcopy(document)
+    drifted["paths"]["/notes"]["post"]["responses"]["200"] = drifted["paths"]["/notes"][
+        "post"]["responses"].pop("201")
+    problems = exchange_problems(drifted, exchanges)
+    assert any(p.startswith("POST /notes -> 201: response") for p in problems), problems

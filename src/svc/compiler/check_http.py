@@ -118,7 +118,7 @@ def check_literals(calls, call: syntax.Call) -> None:
     would check it: `respond(700, x)` or `set_header(r, "Content-Length", n)` never runs."""
     args = call.args
     if call.target == "respond" and args:
-        status = _int_literal(args[0])
+        status = int_literal(args[0])
         if status is not None and status_problem(status) is not None:
             calls.error(f"respond: {status_problem(status)}", args[0].span)
         return
@@ -132,7 +132,8 @@ def check_literals(calls, call: syntax.Call) -> None:
             calls.error(f"{call.target}: {problem}", args[2].span)
 
 
-def _int_literal(e: syntax.Expr) -> int | None:
+def int_literal(e: syntax.Expr) -> int | None:
+    """The value of an integer written as a literal (`201`, `-1`), else None (computed)."""
     if isinstance(e, syntax.IntLit):
         return e.value
     if isinstance(e, syntax.Unary) and e.op == "-" and isinstance(e.operand, syntax.IntLit):

@@ -6,14 +6,17 @@ the handler can make them). An `Err` is made by a builtin (`not_found(..)`, a da
 and can be passed on by any caller (`try`, `fail(e)`, returning it), so the kinds a function
 can return are those made by the builtins it calls, directly or through the functions it
 calls. That over-approximates (a branch never taken still counts) and never misses a kind.
+The walk over the call graph, `reachable_calls`, also finds the `respond` calls whose
+statuses `svcc openapi` lists.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, Iterator
 
 from svc.compiler import syntax
-from svc.compiler.program import CheckedProgram
+from svc.compiler.program import CheckedProgram, FunctionInfo
 
 #: The database builtins: errors of kind database (500), busy (503), timeout (504); a
 #: UNIQUE, PRIMARY KEY or FOREIGN KEY violation is `conflict`, NOT NULL and CHECK `invalid`.
@@ -29,20 +32,30 @@ _MAKES = {"error": "invalid", "not_found": "not_found", "internal_error": "inter
 def error_kinds(program: CheckedProgram, function: str) -> frozenset[str]:
     """The kinds of the errors `function` can return (or pass on from what it calls)."""
     kinds: set[str] = set()
+    for call in reachable_calls(program, function):
+        if call.call_kind == "builtin":
+            kinds |= _builtin_kinds(call.target or "")
+    return frozenset(kinds)
+
+
+def reachable_calls(program: CheckedProgram, function: str,
+                    follow: Callable[[FunctionInfo], bool] = lambda info: True,
+                    ) -> Iterator[syntax.Call]:
+    """Every call in `function`'s body and in the bodies of the functions it calls, directly
+    or not, each function once. A called function is entered only when `follow` says so
+    (`svcc openapi` follows only the functions that return a Response to find `respond`)."""
     seen: set[str] = set()
     todo = [function]
     while todo:
         name = todo.pop()
         info = program.functions.get(name)
-        if name in seen or info is None:
+        if name in seen or info is None or (name != function and not follow(info)):
             continue
         seen.add(name)
         for call in _calls(info.decl):
             if call.call_kind in ("function", "async_function") and call.target:
                 todo.append(call.target)
-            elif call.call_kind == "builtin":
-                kinds |= _builtin_kinds(call.target or "")
-    return frozenset(kinds)
+            yield call
 
 
 def _builtin_kinds(name: str) -> frozenset[str]:

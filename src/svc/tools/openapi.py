@@ -4,7 +4,8 @@ table and types.
 Everything in the document comes from what the compiler already checked and what the server
 does with it (docs/reference/http.md): each route's parameters are bound exactly as the router
 binds them, each class is a strict JSON object (every field required, no other field), the
-success response follows the handler's return type, and the error responses are those the
+success response follows the handler's return type (for a `Response[T]`, the literal
+statuses of the `respond` calls its handler can make), and the error responses are those the
 server can give for that route, all with the `{"error": "..."}` body. The server's own routes
 (`/health`, `/stream`, `/ws`) are described too.
 """
@@ -16,7 +17,8 @@ import os
 import sys
 from typing import Any
 
-from svc.compiler.error_kinds import error_kinds
+from svc.compiler.check_http import int_literal
+from svc.compiler.error_kinds import error_kinds, reachable_calls
 from svc.compiler.program import CheckedProgram, RouteInfo
 from svc.compiler.types import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
@@ -33,6 +35,8 @@ _SCHEMAS = "#/components/schemas/"
 #: or a database error (500), a full database queue or a shutdown (503), the processing limit
 #: (504).
 ALWAYS = (400, 405, 413, 500, 503, 504)
+#: Statuses that never carry content (RFC 9110): the server drops a Response's body for them.
+NO_CONTENT = frozenset({204, 304})
 #: Statuses a route answers only when its handler can make an error of that kind.
 BY_KIND = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409}
 #: Each error status: its name in `components/responses` and what it means here.
@@ -122,7 +126,7 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
     responses: dict[str, Any] = {}
     ok = route_ok_type(program, route)
     if route.result in RESPONSE_KINDS and isinstance(ok, ResponseOf):
-        responses["2XX"] = _chosen_response(route.result, ok.body)
+        responses.update(_chosen_responses(program, route, ok.body))
     elif route.result is ResultKind.UNIT:
         responses["204"] = {"description": "Done (no body)"}
     elif route.result is ResultKind.HTML:
@@ -140,18 +144,74 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
     if json_body:
         statuses.add(415)
     for status in sorted(statuses):
-        responses[str(status)] = _error_response(status)
+        chosen = responses.get(str(status))
+        responses[str(status)] = (_error_response(status) if chosen is None
+                                  else _chosen_or_error(chosen, status))
     return responses
 
 
-def _chosen_response(kind: ResultKind, body: Type) -> dict[str, Any]:
-    """A `Response[T]`: the handler chooses the status (and header fields) at run time."""
-    described = {"description": "The status and header fields the handler chooses"}
-    if kind is ResultKind.RESPONSE_UNIT:
+def _chosen_responses(program: CheckedProgram, route: RouteInfo, body: Type) -> dict[str, Any]:
+    """A `Response[T]` route: one response per literal status of the `respond` calls its
+    handler can make; "2XX" when some status is computed. A handler that never calls
+    `respond` (it only fails) has no success response."""
+    literal, computed = respond_statuses(program, route.handler)
+    chosen = {str(status): _chosen_response(route.result, body, status)
+              for status in sorted(literal)}
+    if computed:
+        chosen["2XX"] = _chosen_response(route.result, body, None)
+    return chosen
+
+
+def respond_statuses(program: CheckedProgram, handler: str) -> tuple[frozenset[int], bool]:
+    """The literal statuses of the `respond(...)` calls `handler` can make, in its own body or
+    in the functions it calls that return a Response (only those can hand one back), and
+    whether some status is computed. Like `error_kinds` it over-approximates: a branch never
+    taken still counts."""
+    literal: set[int] = set()
+    computed = False
+    for call in reachable_calls(program, handler, lambda info: _holds_response(info.returns)):
+        if call.call_kind == "builtin" and call.target == "respond" and call.args:
+            status = int_literal(call.args[0])
+            if status is None:
+                computed = True
+            else:
+                literal.add(status)
+    return frozenset(literal), computed
+
+
+def _holds_response(t: Type) -> bool:
+    """Whether a function returning `t` can hand a Response to its caller."""
+    if isinstance(t, ResultOf):
+        return _holds_response(t.ok)
+    if isinstance(t, (ListOf, Opt)):
+        return _holds_response(t.elem if isinstance(t, ListOf) else t.inner)
+    return isinstance(t, ResponseOf)
+
+
+def _chosen_response(kind: ResultKind, body: Type, status: int | None) -> dict[str, Any]:
+    """A `Response[T]` answer: with a literal status, or one chosen at run time (None)."""
+    if status is None:
+        described = {"description": "The status and header fields the handler chooses"}
+    else:
+        described = {"description": f"respond({status}, ...) with the header fields the "
+                                    "handler sets"}
+    if kind is ResultKind.RESPONSE_UNIT or status in NO_CONTENT:
         return described
     if kind is ResultKind.RESPONSE_HTML:
         return {**described, "content": {"text/html": {"schema": {"type": "string"}}}}
     return {**described, "content": {"application/json": {"schema": schema_of(body)}}}
+
+
+def _chosen_or_error(chosen: dict[str, Any], status: int) -> dict[str, Any]:
+    """A status the handler may choose that is also one of the route's error statuses: either
+    body (`respond(409, note)` and `conflict(...)` on one route)."""
+    error = {"$ref": _SCHEMAS + ERROR_SCHEMA}
+    content = dict(chosen.get("content", {}))
+    json_body = content.get("application/json")
+    content["application/json"] = {"schema": error if json_body is None else
+                                   {"anyOf": [json_body["schema"], error]}}
+    return {"description": f"{chosen['description']}; or: {ERROR_RESPONSES[status][1]}",
+            "content": content}
 
 
 def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
