@@ -138,6 +138,41 @@ def test_go_to_definition_across_files_and_within_a_function(client, program):
         position_of(MODELS, "title")  # a field
 
 
+MATCHING = APP.replace("    print(describe(found))\n", """\
+    print(describe(found))
+    let maybe: Task? = None
+    match maybe:
+        case Some(other_task):
+            print(other_task.title)
+        case None:
+            pass
+""")
+
+
+def test_go_to_definition_of_a_keyword_field_and_a_match_binding(client, program):
+    app, models = program / "app.svc", program / "models.svc"
+    client.open(app, MATCHING)
+    assert client.diagnostics(app)[0] == []
+
+    def definition(needle, offset=1):
+        result = client.at("textDocument/definition", app, *position_of(MATCHING, needle,
+                                                                         offset=offset))
+        assert result is not None, needle
+        start, end = result["range"]["start"], result["range"]["end"]
+        return result["uri"], (start["line"], start["character"]), (end["line"], end["character"])
+
+    # `title=` of a class construction: the field `title` of class Task, in the other file
+    line, column = position_of(MODELS, "title: str")
+    assert definition("title=title") == (uri(models), (line, column), (line, column + 5))
+    line, column = position_of(MODELS, "done: bool")
+    assert definition("done=False") == (uri(models), (line, column), (line, column + 4))
+    # the value of the keyword is still the parameter
+    assert definition("title=title", offset=7)[1] == position_of(MATCHING, "title: str")
+    # a match binding: its name inside `Some(...)`, not the whole pattern
+    line, column = position_of(MATCHING, "other_task)")
+    assert definition("other_task.title") == (uri(app), (line, column), (line, column + 10))
+
+
 def _hover(client, path, text, needle, occurrence=1, offset=1):
     result = client.at("textDocument/hover", path, *position_of(text, needle, occurrence, offset))
     return result["contents"]["value"] if result else None

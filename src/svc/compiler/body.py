@@ -229,7 +229,7 @@ class BodyChecker(CallChecker):
             elif p.kind in seen:
                 self.error(f"duplicate case {p.kind}", p.span)
             seen.add(p.kind)
-            bindings = ((p.binding, bind_type, p.span),) if p.binding else ()
+            bindings = ((p.binding, bind_type, p.binding_span or p.span),) if p.binding else ()
             self.block(case.body, bindings)
         missing = [k for k in arms if k not in seen]
         if missing:

@@ -13,7 +13,7 @@ import os
 
 from svc.compiler import builtins as B
 from svc.compiler import check_http, syntax
-from svc.compiler.check_expressions import VIEW_BYTES, ExpressionChecker, fmt
+from svc.compiler.check_expressions import VIEW_BYTES, ExpressionChecker, field_name_span, fmt
 from svc.compiler.source import Span
 from svc.compiler.types import (
     BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
@@ -153,6 +153,7 @@ class CallChecker(ExpressionChecker):
                 self.error(f"field '{kw.name}' is given twice", span)
                 self.expr(kw.value)
             else:
+                self.checker.refer(span, field_name_span(info, kw.name))
                 self.expect(kw.value, fields[kw.name], f"field '{kw.name}' of {name}: ")
             given.add(kw.name)
         missing = [f for f in fields if f not in given]

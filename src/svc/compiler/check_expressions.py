@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from svc.compiler import builtins as B
 from svc.compiler import syntax
 from svc.compiler.check_http import list_problem
-from svc.compiler.program import FunctionInfo
+from svc.compiler.program import ClassInfo, FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.types import (
     BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
@@ -52,6 +52,12 @@ def assignable(src: Type, dst: Type) -> bool:
 
 def fmt(t: Type) -> str:
     return format_type(t)
+
+
+def field_name_span(info: ClassInfo, name: str) -> Span:
+    """Where the field `name` of a class is declared: its name only (go to definition)."""
+    at = next(f.span for f in info.decl.fields if f.name == name)
+    return Span(at.file, at.line, at.col, at.line, at.col + len(name))
 
 
 def _is_context_literal(e: syntax.Expr) -> bool:
@@ -188,9 +194,7 @@ class ExpressionChecker:
             info = self.checker.program.classes.get(t.name)
             for name, ft in info.fields if info else ():
                 if name == e.attr:
-                    at = next(f.span for f in info.decl.fields if f.name == name)
-                    self.checker.refer(span, Span(at.file, at.line, at.col, at.line,
-                                                  at.col + len(name)))
+                    self.checker.refer(span, field_name_span(info, name))
                     return ft
             hint = self.checker.suggest(e.attr, [n for n, _ in info.fields] if info else [])
             self.error(f"unknown field '{e.attr}' in class {t.name}{hint}", span)

@@ -392,7 +392,9 @@ class Parser(ExpressionParser):
             raise self.fail("expected a pattern: Ok(v), Err(e), Some(v) or None")
         kind = self.advance().value
         self.expect("(", f"'(' after '{kind}': {kind}(name) or {kind}(_)")
-        binding = self.expect("name", f"a name or '_' inside {kind}(...)").value
+        name = self.expect("name", f"a name or '_' inside {kind}(...)")
+        binding = name.value
         self.expect(")", f"')' after {kind}({binding}")
-        return ast.Pattern(self.span_from(start), str(kind),
-                           None if binding == "_" else str(binding))
+        if binding == "_":
+            return ast.Pattern(self.span_from(start), str(kind))
+        return ast.Pattern(self.span_from(start), str(kind), str(binding), name.span)

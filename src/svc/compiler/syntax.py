@@ -272,6 +272,7 @@ class Pattern(Node):
 
     kind: str  # "Ok", "Err", "Some", "None"
     binding: Optional[str] = None
+    binding_span: Optional[Span] = None  # where the bound name is written (go to definition)
 
 
 @dataclass(eq=False)
