@@ -143,3 +143,64 @@ def test_a_program_that_does_not_check_waits_for_a_fix(hello):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def _greeting_program(text: str) -> str:
+    return ('@get("/")\n'
+            "async def index() -> Result[str, Error]:\n"
+            f'    return ok("{text}")\n\n'
+            "async def main() -> Result[unit, Error]:\n"
+            '    port = try parse_i64(env("SVC_PORT", "8080"))\n'
+            '    db = try await db_open(":memory:")\n'
+            "    return await serve(db, port)\n")
+
+
+def _logged_twice(server, text: str) -> None:
+    """Wait until `text` is in the log twice: the program was checked again."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while "".join(server.stderr).count(text) < 2:
+        assert time.monotonic() < deadline, "checked once only; log:\n" + "".join(server.stderr)
+        time.sleep(0.05)
+
+
+def test_svc_toml_is_watched(tmp_path):
+    """svc.toml is a file of the program: switching `entry` serves the other file (in a
+    folder not watched before), a broken svc.toml keeps the old server, fixing it serves."""
+    project, elsewhere = tmp_path / "project", tmp_path / "v2"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "first.svc").write_text(_greeting_program("first entry"))
+    (elsewhere / "second.svc").write_text(_greeting_program("second entry"))
+    config = project / "svc.toml"
+    config.write_text('entry = "first.svc"\n')
+    server = start(["--watch", "--project", str(project)])
+    try:
+        assert "first entry" in _served(server, "/", "first")
+
+        _save(config, 'entry = "../v2/second.svc"\nname = "greeter"\n')
+        assert "second entry" in _served(server, "/", "second")
+        # the new entry's folder is watched now
+        _save(elsewhere / "second.svc", _greeting_program("second, edited"))
+        assert "second, edited" in _served(server, "/", "edited")
+
+        _save(config, 'entry = "../v2/gone.svc"\n')
+        log = server.log("not restarted")
+        assert "named in svc.toml does not exist" in log and "svc.toml:1:1" in log
+        assert "the previous version is still serving" in log
+        assert "second, edited" in server.request("GET", "/").body.decode()
+        # while svc.toml is broken, the files of the last good version are still watched,
+        # also outside the project folder
+        _save(elsewhere / "second.svc", _greeting_program("second, again"))
+        _logged_twice(server, "named in svc.toml does not exist")
+
+        _save(config, 'entry = "first.svc"\nunknown = 1\n')
+        assert "unknown key 'unknown' in svc.toml" in server.log("unknown key")
+        _save(config, 'entry = "../v2/second.svc"\n')
+        assert "second, again" in _served(server, "/", "again")
+
+        children = _children(server.process.pid)
+        assert len(children) == 1  # exactly one server at a time
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=15) == 0
+    finally:
+        server.stop()

@@ -58,10 +58,14 @@ class Watcher:
     def check(self) -> bool:
         """Check the program again; the diagnostics are printed when it does not check."""
         result = pipeline.check(self.target)
-        self.files = program_files(result) or self.files
         if isinstance(result, pipeline.Failed):
+            # A check that failed may have stopped early (a broken svc.toml is all it read):
+            # the files of the last version are still watched, so editing any of them checks
+            # again, wherever they are.
+            self.files |= program_files(result)
             print(render_all(result.diagnostics, result.sources), file=sys.stderr, flush=True)
             return False
+        self.files = program_files(result)
         return True
 
     def restart(self) -> None:
