@@ -1,0 +1,53 @@
+"""The small pieces the code generator's modules share: Python AST node builders, the
+position rule (every node carries the `.svc` span it came from), the `_svc_` prefix of every
+name the generator introduces, and the Python attribute of a class field."""
+
+from __future__ import annotations
+
+import ast
+
+PREFIX = "_svc_"
+
+
+class CodegenError(Exception):
+    """The checked program broke an annotation contract: a compiler bug, not a user error."""
+
+
+def field_name(name: str) -> str:
+    """The Python attribute of a class field. Python mangles `__x` names inside a class body
+    (and msgspec's slots with them), so those get another attribute name; the JSON key stays
+    `__x` through msgspec's `rename`."""
+    if name.startswith("__") and not name.endswith("__"):
+        return f"{PREFIX}f{name}"
+    return name
+
+
+def located(node: ast.AST, span) -> ast.AST:
+    """Give `node` and the unlocated nodes under it the `.svc` position `span`. A node that
+    already has a position was located with its whole subtree, so the walk stops there
+    (which keeps code generation linear in the size of the program)."""
+    line, col = span.line, max(span.col - 1, 0)
+    end_line, end_col = span.end_line, max(span.end_col - 1, 0)
+    if (end_line, end_col) < (line, col):
+        end_line, end_col = line, col
+    todo = [node]
+    while todo:
+        sub = todo.pop()
+        if "lineno" in sub._attributes:
+            if hasattr(sub, "lineno"):
+                continue
+            sub.lineno, sub.col_offset, sub.end_lineno, sub.end_col_offset = line, col, end_line, end_col
+        todo.extend(ast.iter_child_nodes(sub))
+    return node
+
+
+def name(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Load())
+
+
+def store(id_: str) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store())
+
+
+def call(func: ast.expr, args: list, keywords: list | None = None) -> ast.Call:
+    return ast.Call(func=func, args=args, keywords=keywords or [])
