@@ -1,0 +1,34 @@
+"""The version is said once per place a user reads it, and they agree: pyproject.toml,
+`svc.__version__`, `svcc --version`, the reference's titles and its `--version` examples."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from tests.helpers.svc_process import REPO, run_to_end
+
+
+def _project_version() -> str:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+def test_svcc_version_is_the_projects_version_0_2() -> None:
+    import svc
+
+    version = _project_version()
+    assert version.startswith("0.2.")  # the 0.2 language, server and commands are in
+    assert svc.__version__ == version
+    result = run_to_end(["--version"])
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"svcc {version}\n", "")
+
+
+def test_the_reference_says_the_same_version() -> None:
+    version = _project_version()
+    minor = ".".join(version.split(".")[:2])
+    for page in sorted((REPO / "docs" / "reference").glob("*.md")):
+        title = page.read_text().splitlines()[0]
+        assert title.endswith(f"(version {minor})"), (page.name, title)
+    commands = (REPO / "docs" / "reference" / "commands.md").read_text()
+    shown = re.findall(r"svcc (\d+\.\d+\.\d+)", commands)
+    assert shown and set(shown) == {version}
