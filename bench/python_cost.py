@@ -32,12 +32,20 @@ from svc.runtime import builtin_routes  # noqa: E402
 from svc.runtime.routing import Router  # noqa: E402
 from svc.runtime.connection import App, Connection  # noqa: E402
 from svc.runtime.serverlog import ServerLog  # noqa: E402
+from svc.runtime.support import T_I32, T_I64, Struct  # noqa: E402
 
 REQUEST = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
 #: name → request bytes, for the handler routes of `handler_routes`
 HANDLER_REQUESTS = {
     "plain JSON route GET /items/{id}": b"GET /items/7 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
                                         b"User-Agent: bench\r\nAccept: */*\r\n\r\n",
+    "POST /echo 5 B name": b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+                           b"Content-Type: application/json\r\nContent-Length: 32\r\n\r\n"
+                           b'{"id":1,"name":"alice","age":30}',
+    "POST /echo 4 KiB name": b"POST /echo HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+                             b"Content-Type: application/json\r\nContent-Length: 4123\r\n\r\n"
+                             + b'{"id":1,"name":"' + b"a" * 4096 + b'","age":30}',
+    "GET /query?limit=5&name=x": b"GET /query?limit=5&name=x HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n",
     "Headers route GET /whoami": b"GET /whoami HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
                                  b"User-Agent: bench\r\nAccept: */*\r\nX-User: ada\r\n\r\n",
     "Response route GET /created": b"GET /created HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
@@ -50,7 +58,16 @@ def handler_routes() -> list[Route]:
     def item(id):
         return {"id": id, "name": "pen"}
 
-    routes = [Route("GET", "/items/{id}", item, (Param("id", ParamSource.PATH, "i64"),))]
+    def echo(user):
+        return user
+
+    def query(limit, name):
+        return {"id": limit, "name": name, "age": 30}
+
+    routes = [Route("GET", "/items/{id}", item, (Param("id", ParamSource.PATH, "i64"),)),
+              Route("POST", "/echo", echo, (Param("user", ParamSource.BODY, User),)),
+              Route("GET", "/query", query, (Param("limit", ParamSource.QUERY, "i64"),
+                                             Param("name", ParamSource.QUERY, "str")))]
     if hasattr(ParamSource, "HEADERS"):  # the runtime has Headers and Response routes
         from svc.runtime import custom_response, headers
 
@@ -66,6 +83,14 @@ def handler_routes() -> list[Route]:
         routes.append(Route("GET", "/whoami", whoami, (Param("h", ParamSource.HEADERS, "Headers"),)))
         routes.append(Route("GET", "/created", created, (), ResultKind.RESPONSE_JSON))
     return routes
+
+
+class User(Struct, forbid_unknown_fields=True):
+    """The workload's body class, as generated code declares it."""
+
+    id: T_I64
+    name: str
+    age: T_I32
 
 
 class NullTransport:
@@ -107,7 +132,8 @@ async def measure_handlers(count: int) -> dict[str, float]:
     svc.transport = NullTransport()
     times = {}
     for name, request in HANDLER_REQUESTS.items():
-        if app.router.resolve("GET", request.split(b" ")[1].decode()).__class__ is tuple:
+        method, target = request.split(b" ")[:2]
+        if app.router.resolve(method.decode(), target.split(b"?")[0].decode()).__class__ is tuple:
             times[name] = min(per_request_us(svc, count, request) for _ in range(5))
     return times
 

@@ -1,0 +1,220 @@
+"""Instructions per request on svc's request paths: deterministic, unlike wall-clock time.
+
+Drives `Connection` (the server's asyncio Protocol) in process with canned request bytes for
+each case, on the event loop and with the SQLite thread of a real server, but no sockets: the
+transport's `write` only counts answers. The program is bench/instructions.svc (the workload's
+routes and the 0.2 paths), compiled once through the pipeline and kept as marshalled code, so
+the measured process imports only the runtime.
+
+Each case runs twice under `valgrind --tool=callgrind`, with a small and a large number of
+requests after the same warm-up; the difference in instructions divided by the difference in
+requests is the cost of one request, everything in the process included (parsing, routing,
+binding, the handler, rendering, the loop's passes, the database thread and SQLite), and
+start-up excluded. Requests go out over `--connections` connections at once (64 by default,
+as `wrk -c64` in the benchmark), so database jobs are handed over in batches as under load.
+
+    python bench/instructions.py                 # every case
+    python bench/instructions.py users query     # some cases
+    python bench/instructions.py --no-valgrind   # µs per request instead (noisy; a sanity check)
+
+(`--drive CASE COUNT` is the measured process itself.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import marshal
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROGRAM = HERE / "instructions.svc"
+WORK = HERE / ".work" / "instructions"
+HOST = b"Host: 127.0.0.1:8080\r\nUser-Agent: bench\r\nAccept: */*\r\n"
+
+
+def _post(path: bytes, body: bytes) -> bytes:
+    return (b"POST " + path + b" HTTP/1.1\r\n" + HOST + b"Content-Type: application/json\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def _get(target: bytes, extra: bytes = b"") -> bytes:
+    return b"GET " + target + b" HTTP/1.1\r\n" + HOST + extra + b"\r\n"
+
+
+def _echo_body(name_length: int) -> bytes:
+    """The User the benchmark's wrk scripts send (bench/lua/echo_*.lua)."""
+    return b'{"id":1,"name":"' + b"alice"[:name_length].ljust(name_length, b"a") + b'","age":30}'
+
+
+#: case → (request bytes, expected status line prefix)
+CASES: dict[str, tuple[bytes, bytes]] = {
+    "health": (_get(b"/health"), b"HTTP/1.1 200"),
+    "small": (_get(b"/small"), b"HTTP/1.1 200"),
+    "echo_small": (_post(b"/echo", _echo_body(5)), b"HTTP/1.1 200"),
+    "echo_4k": (_post(b"/echo", _echo_body(4096)), b"HTTP/1.1 200"),
+    "query": (_get(b"/query?limit=5&name=x"), b"HTTP/1.1 200"),
+    "users": (_get(b"/users/7"), b"HTTP/1.1 200"),
+    "headers": (_get(b"/whoami", b"X-User: ada\r\n"), b"HTTP/1.1 200"),
+    "response": (_get(b"/created"), b"HTTP/1.1 201"),
+    "transaction": (_post(b"/users/7/birthday", b""), b"HTTP/1.1 204"),
+}
+WARMUP = 300
+
+
+class CountingTransport:
+    """Takes the answers: checks the first, counts them, wakes the driver after the last."""
+
+    def __init__(self, driver: "Driver") -> None:
+        self.driver = driver
+
+    def write(self, data: bytes) -> None:
+        self.driver.answered(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name, default=None):
+        return default
+
+
+class Driver:
+    def __init__(self, loop, conns, request: bytes, status: bytes) -> None:
+        self.loop = loop
+        self.conns = conns
+        self.request = request
+        self.status = status
+        self.remaining = 0
+        self.done: asyncio.Future | None = None
+
+    def answered(self, data: bytes) -> None:
+        if not data.startswith(self.status):
+            self.conns[0].app.log.flush()
+            raise SystemExit(f"unexpected answer: {data[:200]!r}")
+        self.remaining -= 1
+        if self.remaining == 0 and self.done is not None:
+            self.done.set_result(None)
+
+    async def run(self, count: int) -> None:
+        """`count` requests, one in flight per connection at a time."""
+        rounds, rest = divmod(count, len(self.conns))
+        for n in [len(self.conns)] * rounds + ([rest] if rest else []):
+            self.remaining = n
+            self.done = self.loop.create_future()
+            # From a loop callback, as a transport delivers bytes: outside any Task.
+            self.loop.call_soon(self.feed, n)
+            await self.done
+            self.done = None
+
+    def feed(self, n: int) -> None:
+        for conn in self.conns[:n]:
+            conn.data_received(self.request)
+
+
+def load_program() -> dict:
+    """The compiled bench program's namespace (compiled here once, then read from WORK)."""
+    cached = WORK / "program.marshal"
+    if not cached.exists() or cached.stat().st_mtime < PROGRAM.stat().st_mtime:
+        from svc import pipeline
+
+        compiled = pipeline.compile(pipeline.Target(file=str(PROGRAM)))
+        if isinstance(compiled, pipeline.Failed):
+            raise SystemExit(f"{PROGRAM} does not compile: {compiled.diagnostics}")
+        WORK.mkdir(parents=True, exist_ok=True)
+        cached.write_bytes(marshal.dumps(compiled.code))
+    from svc.runner import load_namespace
+
+    return load_namespace(marshal.loads(cached.read_bytes()))
+
+
+async def drive(case: str, count: int, connections: int, db_path: str) -> float:
+    """Warm up, then `count` requests of `case`; returns µs per request (wall clock)."""
+    from svc.contract import Route
+    from svc.runtime import builtin_routes
+    from svc.runtime.connection import App, Connection
+    from svc.runtime.routing import Router
+    from svc.runtime.serverlog import ServerLog
+
+    namespace = load_program()
+    db = await namespace["setup"](db_path)
+    routes: list[Route] = namespace["_svc_ROUTES"]
+    loop = asyncio.get_running_loop()
+    app = App(loop, Router(tuple(builtin_routes.ROUTES) + tuple(routes)), db, 10,
+              ServerLog(quiet=os.environ.get("BENCH_LOG") is None))
+    request, status = CASES[case]
+    from svc.runtime import server
+
+    if hasattr(server, "settle_collector"):  # as the server does before it listens
+        server.settle_collector()
+    conns = [Connection(app) for _ in range(connections)]
+    driver = Driver(loop, conns, request, status)
+    transport = CountingTransport(driver)
+    for conn in conns:
+        conn.transport = transport
+    await driver.run(WARMUP)
+    started = time.perf_counter()
+    await driver.run(count)
+    elapsed = time.perf_counter() - started
+    from svc.runtime import db as db_module
+
+    db_module.close_all()
+    return elapsed / max(count, 1) * 1e6
+
+
+def run_drive(case: str, count: int, connections: int) -> float:
+    import uvloop
+
+    with tempfile.TemporaryDirectory() as folder:
+        return uvloop.run(drive(case, count, connections, os.path.join(folder, "bench.db")))
+
+
+def instructions(case: str, count: int, connections: int) -> int:
+    """Total instructions of one driven process under callgrind."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "callgrind.out")
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        sys.executable, __file__, "--drive", case, str(count),
+                        "--connections", str(connections)],
+                       check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        text = Path(out).read_text(errors="replace")
+    match = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+    assert match, "no totals in callgrind's output"
+    return int(match.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("cases", nargs="*", help=f"some of: {', '.join(CASES)}")
+    parser.add_argument("--drive", nargs=2, metavar=("CASE", "COUNT"))
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--small", type=int, default=200, help="requests of the short run")
+    parser.add_argument("--large", type=int, default=1200, help="requests of the long run")
+    parser.add_argument("--no-valgrind", action="store_true")
+    args = parser.parse_args()
+    if args.drive:
+        case, count = args.drive
+        print(f"{run_drive(case, int(count), args.connections):.2f}")
+        return
+    load_program()  # compile once, outside valgrind
+    for case in args.cases or CASES:
+        if case not in CASES:
+            raise SystemExit(f"unknown case {case!r}; cases: {', '.join(CASES)}")
+        if args.no_valgrind:
+            best = min(run_drive(case, 20_000, args.connections) for _ in range(3))
+            print(f"{case:12} {best:8.2f} µs/request (wall clock, best of 3 × 20,000)", flush=True)
+            continue
+        small = instructions(case, args.small, args.connections)
+        large = instructions(case, args.large, args.connections)
+        per = (large - small) / (args.large - args.small)
+        print(f"{case:12} {per:10,.0f} instructions/request", flush=True)
+
+
+if __name__ == "__main__":
+    main()
