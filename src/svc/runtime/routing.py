@@ -1,4 +1,4 @@
-"""The route table: resolving a request to a handler and binding the handler's arguments.
+"""The route table: resolving a request to a handler (binding its arguments: binding.py).
 
 The code generator describes each handler with a `svc.contract.Route` and its `Param`s (see
 docs/internals.md, "Server API"); `Router` compiles them once at startup into a dict for
@@ -11,138 +11,18 @@ Python values or a `BindError` naming what was wrong (400, or 415 for a non-JSON
 from __future__ import annotations
 
 import inspect
-import math
-import re
-from typing import Any, Callable
-from urllib.parse import unquote_to_bytes
+from typing import Any
 
 import msgspec
 
-from svc.contract import (
-    INT_RANGES, RESPONSE_KINDS, Param, ParamSource, ResultKind, Route, parse_path,
-)
+from svc.contract import RESPONSE_KINDS, ParamSource, ResultKind, Route, parse_path
 from svc.runtime import eager, responses
+from svc.runtime.binding import (  # noqa: F401 - BindError, parse_query: routing's API
+    UNSUPPORTED_MEDIA, BindError, is_json_media_type, make_binder, parse_query,
+)
 from svc.runtime.headers import Headers
 
-# Module names for the enum members, compared with `is` on the hot path.
-_PATH, _QUERY, _BODY, _RAW, _DB = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY,
-                                   ParamSource.RAW, ParamSource.DB)
-_HEADERS = ParamSource.HEADERS
-
-
-class BindError(Exception):
-    """A request whose arguments cannot be bound: answered with `status` and `reason`."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
-# --- typed conversion of path and query values ------------------------------------------------
-
-_INT = re.compile(rb"[+-]?[0-9]{1,40}\Z")
-_FLOAT = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode("utf-8")
-
-
-def _integer(kind: str) -> Callable[[bytes], int]:
-    low, high = INT_RANGES[kind]
-
-    def convert(raw: bytes) -> int:
-        # bytes.isdigit() is ASCII-only; int() alone would also take " 1", "1_0" and "+1".
-        if not (raw.isdigit() and len(raw) <= 40) and not _INT.match(raw):
-            raise ValueError
-        value = int(raw)
-        if not low <= value <= high:
-            raise ValueError
-        return value
-
-    return convert
-
-
-def _float(raw: bytes) -> float:
-    if not _FLOAT.match(raw):
-        raise ValueError
-    value = float(raw)
-    if not math.isfinite(value):
-        raise ValueError
-    return value
-
-
-def _bool(raw: bytes) -> bool:
-    if raw == b"true":
-        return True
-    if raw == b"false":
-        return False
-    raise ValueError
-
-
-CONVERTERS: dict[str, Callable[[bytes], Any]] = {
-    "i64": _integer("i64"),
-    "i32": _integer("i32"),
-    "f64": _float,
-    "bool": _bool,
-    "str": _text,
-}
-
-
-def convert(param: Param, raw: bytes, where: str) -> Any:
-    """Percent-decoded bytes → the parameter's type, or BindError(400) naming the parameter."""
-    try:
-        return CONVERTERS[param.type](raw)
-    except (ValueError, UnicodeDecodeError):
-        raise BindError(400, f"invalid {where} parameter '{param.name}': expected {param.type}")
-
-
-def parse_query(query: bytes) -> dict[bytes, bytes]:
-    """`a=1&b=x%20y` → {b"a": b"1", b"b": b"x y"}; `+` is a space; the first value wins."""
-    values: dict[bytes, bytes] = {}
-    for pair in query.split(b"&"):
-        if not pair:
-            continue
-        name, _, value = pair.partition(b"=")
-        name = _unescape(name)
-        if name not in values:
-            values[name] = _unescape(value)
-    return values
-
-
-_PERCENT, _PLUS = ord("%"), ord("+")
-
-
-def _unescape(raw: bytes) -> bytes:
-    """Form decoding of one name or value; most have nothing to decode (measured: /query 14% of
-    its time was here), so those skip the replace and `unquote_to_bytes` calls. The bytes are
-    searched for ints, not for `b"%"`: a bytes needle costs ~10x more per test (measured)."""
-    if _PERCENT not in raw and _PLUS not in raw:
-        return raw
-    return unquote_to_bytes(raw.replace(b"+", b" "))
-
-
-# --- request bodies ---------------------------------------------------------------------------
-
-UNSUPPORTED_MEDIA = "unsupported media type: expected application/json"
-
-
-def is_json_media_type(content_type: bytes) -> bool:
-    """application/json or application/<anything>+json, parameters allowed."""
-    media = content_type.split(b";", 1)[0].strip().lower()
-    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
-
-
-def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes | None) -> Any:
-    """Strict JSON into the parameter's class. A missing Content-Type is taken as JSON."""
-    if content_type is not None and not is_json_media_type(content_type):
-        raise BindError(415, UNSUPPORTED_MEDIA)
-    try:
-        return decoder.decode(body)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
-        raise BindError(400, f"invalid request body: {exc}")
-
+_BODY, _HEADERS = ParamSource.BODY, ParamSource.HEADERS
 
 
 # --- compiled routes --------------------------------------------------------------------------
@@ -150,7 +30,7 @@ def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes 
 class CompiledRoute:
     """A Route ready to run: how to bind each parameter and how to answer its result."""
 
-    __slots__ = ("route", "handler", "result", "params", "needs_query", "decoders", "capture_index",
+    __slots__ = ("route", "handler", "result", "params", "decoders", "bind",
                  "is_async", "never_suspends", "fixed", "floats", "headers_at", "responds",
                  "special")
 
@@ -164,11 +44,13 @@ class CompiledRoute:
                       if route.result is ResultKind.TEXT else None)
         self.floats = route.floats
         self.params = route.params
-        self.needs_query = any(p.source is _QUERY for p in route.params)
         self.decoders = {
             p.name: msgspec.json.Decoder(p.type, strict=True) for p in route.params if p.source is _BODY
         }
-        self.capture_index = {name: i for i, name in enumerate(capture_names)}
+        #: `bind(captures, query, body, content_type, db)`: the handler's arguments in
+        #: `params` order, or BindError (made for this route: binding.make_binder)
+        self.bind = make_binder(route.params, {name: i for i, name in enumerate(capture_names)},
+                                self.decoders)
         #: positions of `Headers` parameters, filled by `bind_request`
         self.headers_at = tuple(i for i, p in enumerate(route.params) if p.source is _HEADERS)
         #: the handler answers a `Response[T]` (its status and header fields)
@@ -183,39 +65,6 @@ class CompiledRoute:
         if self.decoders and content_type is not None and not is_json_media_type(content_type):
             return UNSUPPORTED
         return None
-
-    def bind(self, captures: tuple[bytes, ...], query: bytes, body: bytes,
-             content_type: bytes | None, db: Any) -> list[Any]:
-        """The handler's arguments in `params` order, or BindError."""
-        args: list[Any] = []
-        values = parse_query(query) if self.needs_query else None
-        for param in self.params:
-            source = param.source
-            if source is _PATH:
-                raw = captures[self.capture_index[param.name]]
-                if _PERCENT in raw:
-                    raw = unquote_to_bytes(raw)
-                args.append(convert(param, raw, "path"))
-            elif source is _QUERY:
-                raw = values.get(param.name.encode())  # type: ignore[union-attr]
-                if raw is None:
-                    if not param.optional:
-                        raise BindError(400, f"missing required query parameter '{param.name}'")
-                    args.append(None)
-                else:
-                    args.append(convert(param, raw, "query"))
-            elif source is _BODY:
-                args.append(decode_body(self.decoders[param.name], body, content_type))
-            elif source is _RAW:
-                args.append(memoryview(body) if param.type == "view" else bytes(body))
-            elif source is _DB:
-                args.append(db)
-            elif source is _HEADERS:
-                args.append(None)  # set by bind_request, which has the request
-            else:
-                raise ValueError(f"unknown parameter source {source!r}")
-        return args
-
 
     def bind_request(self, captures: tuple[bytes, ...], req: Any, db: Any) -> list[Any]:
         """`bind` for a special route: the same arguments, `Headers` parameters included."""
