@@ -68,6 +68,7 @@ class Phase(enum.Enum):
 WAITING, RECEIVING, HANDLING = Phase.WAITING, Phase.RECEIVING, Phase.HANDLING
 STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.LINGERING, Phase.CLOSED
 _JSON, _STREAM, _WEBSOCKET = ResultKind.JSON, ResultKind.STREAM, ResultKind.WEBSOCKET
+_JSON_OPTIONAL = ResultKind.JSON_OPTIONAL
 
 #: phase → the phases it may move to. A response either waits for the next request or
 #: lingers; only WAITING starts anything; every phase can end in CLOSED (the peer leaves).
@@ -336,8 +337,8 @@ class Connection(asyncio.Protocol):
         self.current = None
         if task.cancelled():
             self._fault(req, asyncio.CancelledError("handler cancelled"))
-        elif task.exception() is not None:
-            self._fault(req, task.exception())
+        elif (exc := task.exception()) is not None:
+            self._fault(req, exc)
         else:
             self._answer(req, route, task.result())
         self._after_async()
@@ -360,7 +361,10 @@ class Connection(asyncio.Protocol):
             self._start_receiving()
 
     def _answer(self, req: Request, route: CompiledRoute, value) -> None:
-        if route.result is _JSON and value.__class__ is not SvcError:  # the common case
+        kind = route.result
+        # the common cases: a JSON value, or a `T?` one that is there (a database lookup)
+        if (kind is _JSON or kind is _JSON_OPTIONAL and value is not None) \
+                and value.__class__ is not SvcError:
             try:
                 body = encode_result(value, route.floats)
             except Exception as exc:
