@@ -2,7 +2,7 @@
 
 Content-Type and Content-Length live in slots of the parser (not a per-request dict); the HTTP
 version is checked only when a request could carry one we refuse; the collector is settled
-before serving. (The binder made for each route: test_binding.py.)
+before serving. (The binder made for each route: test_route_binders.py.)
 """
 
 from __future__ import annotations
