@@ -2,7 +2,7 @@
 
 Content-Type and Content-Length live in slots of the parser (not a per-request dict); the HTTP
 version is checked only when a request could carry one we refuse; the collector is settled
-before serving. (The binder made for each route: test_route_binders.py.)
+before serving; a Response's header names are checked in full once. (The binder made for each route: test_route_binders.py.)
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import gc
 import pytest
 
 from svc.contract import BODY_LIMIT
+from svc.runtime import custom_response
 from svc.runtime.protocol import HttpConnection, Reject, Request
 from svc.runtime.server import GEN0_THRESHOLD, settle_collector
+from svc.runtime.support import SvcFault
 
 
 def test_content_type_and_length_belong_to_their_own_request():
@@ -74,3 +76,28 @@ def test_settling_the_collector_freezes_and_raises_the_young_threshold():
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_a_header_name_accepted_once_still_gets_every_value_checked():
+    r = custom_response.respond(200, None)
+    for _ in range(2):
+        custom_response.set_header(r, "X-Trace", "one")
+        for bad in ("a\rb", "a\nb", "a\0b"):
+            with pytest.raises(SvcFault, match="set_header: header value"):
+                custom_response.set_header(r, "X-Trace", bad)
+            with pytest.raises(SvcFault, match="add_header: header value"):
+                custom_response.add_header(r, "X-Trace", bad)
+    assert r.fields == [("X-Trace", "one")]
+    for refused in ("Content-Length", "Bad Name"):
+        for _ in range(2):
+            with pytest.raises(SvcFault):
+                custom_response.add_header(r, refused, "1")
+    assert "Content-Length" not in custom_response._ACCEPTED_NAMES
+
+
+def test_the_memory_of_accepted_header_names_is_bounded():
+    r = custom_response.respond(200, None)
+    for n in range(2 * custom_response._ACCEPTED_KEPT):
+        custom_response.add_header(r, f"X-N{n}", "v")
+    assert len(custom_response._ACCEPTED_NAMES) <= custom_response._ACCEPTED_KEPT
+    assert len(r.fields) == 2 * custom_response._ACCEPTED_KEPT
