@@ -25,6 +25,7 @@ import pytest
 from websockets.frames import Opcode
 
 from tests.helpers.http_testkit import Client, open_ws, read_frame, send_frame
+from tests.helpers.many_connections import ask_health, open_connections, raise_open_file_limit
 from tests.helpers.svc_process import REPO, free_port, run_to_end, start, svcc
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -291,28 +292,14 @@ def test_sigterm_lets_requests_in_flight_on_both_workers_finish(tmp_path):
 
 
 async def _hold(port: int, count: int) -> list[tuple]:
-    streams = []
-    for first in range(0, count, 500):  # connect in waves the accept queues can take
-        wave = [asyncio.open_connection("127.0.0.1", port) for _ in range(min(500, count - first))]
-        streams.extend(await asyncio.gather(*wave))
-    for _reader, writer in streams:
-        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-
-    async def answer(reader):
-        head = await reader.readuntil(b"\r\n\r\n")
-        return head.split(b"\r\n", 1)[0] + await reader.readexactly(2)
-
-    answers = await asyncio.gather(*(answer(reader) for reader, _ in streams))
-    assert answers == [b"HTTP/1.1 200 OKok"] * count
+    streams = await open_connections(port, count)
+    assert await ask_health(streams) == [b"HTTP/1.1 200 OKok"] * count
     return streams
 
 
 def test_ten_thousand_connections_are_spread_over_the_workers(tmp_path):
     count = 10_000
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < count + 100:
-        pytest.fail(f"the open-file hard limit ({hard}) is below {count + 100}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    soft, hard = raise_open_file_limit(count + 100)
     server = start_workers(tmp_path, SVC_HTTP_REQUEST_WAIT_SECONDS="60", SVC_LOG="quiet")
     loop = asyncio.new_event_loop()
     try:

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.helpers.http_testkit import Client, open_ws, read_frame, request, rss_mib, start_server
+from tests.helpers.many_connections import ask_health, open_connections, raise_open_file_limit
 
 CONNECTIONS = 10_000
 
@@ -114,29 +115,15 @@ def test_idle_memory_is_small(server):
 
 
 async def _hold_and_query(port: int, count: int) -> list[bytes]:
-    streams = []
-    for start in range(0, count, 500):  # connect in waves the accept backlog can take
-        batch = [asyncio.open_connection("127.0.0.1", port) for _ in range(min(500, count - start))]
-        streams.extend(await asyncio.gather(*batch))
-    # every connection is open at this point; now each asks and is answered
-    for _reader, writer in streams:
-        writer.write(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-
-    async def answer(reader):
-        head = await reader.readuntil(b"\r\n\r\n")
-        return head.split(b"\r\n", 1)[0] + await reader.readexactly(2)
-
-    answers = await asyncio.gather(*(answer(reader) for reader, _ in streams))
+    streams = await open_connections(port, count)
+    answers = await ask_health(streams)  # every connection is open before any asks
     for _reader, writer in streams:
         writer.close()
     return answers
 
 
 def test_ten_thousand_concurrent_connections(tmp_path):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < CONNECTIONS + 100:
-        pytest.fail(f"the open-file hard limit ({hard}) is below {CONNECTIONS + 100}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    soft, hard = raise_open_file_limit(CONNECTIONS + 100)
     srv = start_server(tmp_path, {"SVC_HTTP_REQUEST_WAIT_SECONDS": "60", "SVC_LOG": "quiet"})
     try:
         started = time.monotonic()
