@@ -54,7 +54,8 @@ _COMPARE = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.L
 _SUPPORT_CALLS = {
     "print": "print_", "len": "len_", "range": "range_", "copy": "copy", "parse_i64": "parse_i64",
     "env": "env", "sleep": "sleep", "json_encode": "json_encode", "error": "error",
-    "not_found": "not_found", "internal_error": "internal_error", "html": "html",
+    "not_found": "not_found", "internal_error": "internal_error", "conflict": "conflict",
+    "unauthorized": "unauthorized", "forbidden": "forbidden", "html": "html",
     "str": "to_str", "i32": "to_i32",
 }
 _DB_CALLS = {"db_open", "db_exec", "db_begin", "db_commit", "db_rollback", "db_dialect",
@@ -409,8 +410,9 @@ class _ModuleGen(StatementGen):
             return _call(self.runtime("assertions", name), args + [where])
         if name in _SUPPORT_CALLS:
             return _call(self.rt(_SUPPORT_CALLS[name]), args)
-        if runtime_call(name, arg_type):  # the standard library, headers and responses
-            return _call(self.runtime(*runtime_call(name, arg_type)), args)
+        target = runtime_call(name, arg_type)  # the standard library, headers and responses
+        if target is not None:
+            return _call(self.runtime(*target), args)
         raise CodegenError(f"unknown builtin {name!r}")
 
     def type_value(self, t: T.Type) -> ast.expr:

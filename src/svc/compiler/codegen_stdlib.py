@@ -20,8 +20,7 @@ STDLIB_CALLS = {
     "min": "min_", "max": "max_", "now_ms": "now_ms", "rfc3339": "rfc3339",
     "parse_rfc3339": "parse_rfc3339", "uuid4": "uuid4", "random_token": "random_token",
     "sha256_hex": "sha256_hex", "hmac_sha256_hex": "hmac_sha256_hex",
-    "constant_time_eq": "constant_time_eq", "conflict": "conflict",
-    "unauthorized": "unauthorized", "forbidden": "forbidden",
+    "constant_time_eq": "constant_time_eq",
 }
 
 _ABS = {T.I64: "abs64", T.I32: "abs32", T.F64: "absf"}

@@ -258,17 +258,3 @@ def constant_time_eq(a: str, b: str) -> bool:
     """Equality whose time does not depend on where the texts differ (for tokens and MACs);
     texts of different lengths are unequal at once, as with hmac.compare_digest."""
     return hmac.compare_digest(_data(a), _data(b))
-
-
-# --- error kinds of 0.2 ----------------------------------------------------------------------
-
-def conflict(reason: str) -> SvcError:
-    return SvcError("conflict", reason)
-
-
-def unauthorized(reason: str) -> SvcError:
-    return SvcError("unauthorized", reason)
-
-
-def forbidden(reason: str) -> SvcError:
-    return SvcError("forbidden", reason)

@@ -201,6 +201,18 @@ def internal_error(reason: str) -> SvcError:
     return SvcError("internal", reason)
 
 
+def conflict(reason: str) -> SvcError:
+    return SvcError("conflict", reason)
+
+
+def unauthorized(reason: str) -> SvcError:
+    return SvcError("unauthorized", reason)
+
+
+def forbidden(reason: str) -> SvcError:
+    return SvcError("forbidden", reason)
+
+
 def error_kind(e: SvcError) -> str:
     return e.kind
 
