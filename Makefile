@@ -12,19 +12,24 @@ BIN := $(VENV)/bin
 # first `make run` downloads only the first, and `make test` after it adds what is missing.
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+NATIVE_STAMP := $(VENV)/.installed-native
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run test test-quick venv system-deps browser postgres bench clean
+.PHONY: run test test-quick venv native system-deps browser postgres bench clean
 
-run: $(RUN_STAMP)
+run: native
 	$(BIN)/svcc run --project examples/tasks
 
-test: $(TEST_STAMP) browser postgres
+# The whole suite on the runtime as `make run` serves it (compiled where it could be), then
+# the runtime's and the end-to-end tests again on the pure-Python modules (SVC_NATIVE=0): both
+# must work, and a machine without a C compiler runs only the second kind.
+test: $(TEST_STAMP) native browser postgres
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	SVC_NATIVE=0 $(BIN)/python -m pytest -q -m 'not build and not ui' tests/runtime tests/e2e $(PYTEST_ARGS)
 
 # The quick local loop: everything but the slow executable builds.
-test-quick: $(TEST_STAMP) postgres
+test-quick: $(TEST_STAMP) native postgres
 	$(BIN)/python -m pytest -m 'not build' $(PYTEST_ARGS)
 
 venv: $(RUN_STAMP)
@@ -42,6 +47,17 @@ $(TEST_STAMP): pyproject.toml $(RUN_STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,build]'
 	touch $@
 
+# The request path's modules compiled ahead of time with mypyc (svc.native), where a C compiler
+# exists: mypyc is installed only there. `python -m svc.native.build` rebuilds only when a
+# compiled module's source changed, and says why when it cannot build (the runtime then stays
+# pure Python, complete but slower).
+native: $(NATIVE_STAMP)
+	$(BIN)/python -m svc.native.build
+
+$(NATIVE_STAMP): pyproject.toml $(RUN_STAMP)
+	@if command -v cc >/dev/null 2>&1; then $(BIN)/python -m pip install -q -e '.[native]'; fi
+	touch $@
+
 # Debian's Chromium for the UI tests, installed only where missing.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -57,20 +73,20 @@ postgres:
 		echo "installing Debian's postgresql for the database tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql; }
 
-bench: $(RUN_STAMP)
+bench: native
 	bash bench/setup.sh
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 # Bench-only: a short trial of the harness (writes bench/.work/RESULTS-quick.md), and py-spy
 # profiles of the svc server under each load case (bench/.work/profile/).
 .PHONY: bench-quick bench-profile
-bench-quick: $(RUN_STAMP)
+bench-quick: native
 	bash bench/setup.sh
 	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
 
-bench-profile: $(RUN_STAMP)
+bench-profile: native
 	bash bench/setup.sh
 	$(BIN)/python bench/profile_svc.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .svc-cache
+	rm -rf $(VENV) build dist .pytest_cache .svc-cache src/svc/native/built

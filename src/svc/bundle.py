@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import svc.launcher
-from svc import __version__
+from svc import __version__, native
 from svc.compiler.diagnostics import plural
 from svc.launcher import PAYLOAD_NAME, encode_program
 from svc.runner import silence_stdout
@@ -51,7 +51,8 @@ hidden = sorted({{name for package in {packages!r} for name in collect_submodule
                 | set({modules!r}))
 a = Analysis([{script!r}], pathex=[{pathex!r}], hiddenimports=hidden)
 pyz = PYZ(a.pure)
-exe = EXE(pyz, a.scripts, a.binaries, a.datas + [({payload_name!r}, {payload!r}, "DATA")],
+exe = EXE(pyz, a.scripts, a.binaries + {native!r},
+          a.datas + [({payload_name!r}, {payload!r}, "DATA")],
           name={name!r}, console=True, strip={strip!r}, upx=False, debug=False)
 '''
 
@@ -194,8 +195,23 @@ def _spec_text(payload_path: str) -> str:
         packages=tuple(p for p in RUNTIME_PACKAGES if importlib.util.find_spec(p) is not None),
         modules=RUNTIME_MODULES, script=script,
         pathex=os.path.dirname(os.path.dirname(script)),  # the folder that holds `svc`
-        payload_name=PAYLOAD_NAME, payload=payload_path, name=APP_NAME,
+        payload_name=PAYLOAD_NAME, payload=payload_path, name=APP_NAME, native=native_files(),
         strip=sys.platform.startswith("linux") and shutil.which("strip") is not None)
+
+
+def native_files() -> list[tuple[str, str, str]]:
+    """The compiled runtime (svc.native) as PyInstaller entries, when it is current: the
+    executable then loads it as a checkout does (its manifest is trusted there, having been
+    checked against the sources here). Otherwise none, and the executable runs pure Python."""
+    if native.plan().reason:
+        return []
+    entries = []
+    for folder, _dirs, files in os.walk(native.BUILT):
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            kind = "DATA" if name == native.MANIFEST else "BINARY"
+            entries.append((os.path.relpath(path, native.PACKAGE_ROOT), path, kind))
+    return sorted(entries)
 
 
 def _install(built: str, output: str) -> None:

@@ -24,6 +24,17 @@ if TYPE_CHECKING:  # imported by the commands that use them, see the docstring
     from svc.pipeline import Failed, Target
 
 
+class _Version(argparse.Action):
+    """`svcc --version`: the version, and whether the runtime's request path is compiled
+    (svc.native), asked only when this option is given."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from svc import native
+
+        print(f"svcc {__version__}\n{native.describe()}")
+        parser.exit()
+
+
 def _add_target(parser: argparse.ArgumentParser) -> None:
     """FILE or --project DIR: the program to work on."""
     group = parser.add_mutually_exclusive_group(required=True)
@@ -33,7 +44,8 @@ def _add_target(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svcc", description="The svc compiler and runtime.")
-    parser.add_argument("--version", action="version", version=f"svcc {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show svcc's version and the runtime it runs programs on, and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = commands.add_parser("check", help="check a program and report every error")

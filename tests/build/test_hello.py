@@ -170,3 +170,23 @@ def test_a_port_in_use_is_one_error_line_and_exit_status_1(hello, tmp_path):
     assert result.returncode == 1
     assert result.stderr == f"error: port {port} is already in use\n"
     assert unpack_folders(tmpdir) == []
+
+
+def test_carries_the_compiled_runtime(hello, tmp_path):
+    """`svcc build` puts the compiled request path (svc.native) into the executable, which
+    uses it: with SVC_NATIVE=require it would stop at start otherwise."""
+    from svc import native
+    from svc.native.build import missing_tool
+
+    if missing_tool():
+        pytest.skip(f"no compiled runtime on this machine: {missing_tool()}")
+    assert native.plan().reason == "", "run make: the compiled runtime is not current"
+    executable, _ = hello
+    folder, tmpdir = tmp_path / "elsewhere", tmp_path / "tmp"
+    tmpdir.mkdir()
+    server = start(install_alone(executable, folder), folder, tmpdir, SVC_NATIVE="require")
+    try:
+        assert server.json("GET", "/greet/7") == (200, {"id": 7, "message": "hello, visitor 7"})
+    finally:
+        server.stop(signal.SIGTERM)
+

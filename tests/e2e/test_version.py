@@ -20,7 +20,11 @@ def test_svcc_version_is_the_projects_version_0_2() -> None:
     assert version.startswith("0.2.")  # the 0.2 language, server and commands are in
     assert svc.__version__ == version
     result = run_to_end(["--version"])
-    assert (result.returncode, result.stdout, result.stderr) == (0, f"svcc {version}\n", "")
+    assert (result.returncode, result.stderr) == (0, "")
+    first, runtime = result.stdout.splitlines()
+    assert first == f"svcc {version}"
+    # the second line says which runtime `svcc run` would use (svc.native)
+    assert runtime.startswith(("runtime: compiled with mypyc", "runtime: pure Python"))
 
 
 def test_the_reference_says_the_same_version() -> None:
