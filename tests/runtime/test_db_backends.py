@@ -205,7 +205,7 @@ def test_the_pool_size_comes_from_svc_db_pool_size(postgres_cluster, monkeypatch
     async def main():
         db = await db_open(url)
         try:
-            return db.pool.get_max_size()
+            return db.pool.max_size
         finally:
             close_all()
 

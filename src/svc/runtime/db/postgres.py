@@ -3,8 +3,9 @@
 Programs are written once: the same `?1`/`?` placeholders (rewritten to `$n`, sql_text.py),
 the same row mapping (rows.py) and the same error kinds as SQLite. Choices made here:
 
-- The pool holds at most `SVC_DB_POOL_SIZE` connections (default 10), made as needed (one is
-  tried by `db_open`, which is how an unreachable server is a `database` error there).
+- The pool (pg_pool.py) holds at most `SVC_DB_POOL_SIZE` connections (default 10), made as
+  needed (one is tried by `db_open`, which is how an unreachable server is a `database`
+  error there).
   Opening the same URL again returns the same `Db`.
 - Each statement outside a transaction runs on a connection borrowed for it alone, so it
   is its own transaction (autocommit), as on SQLite. A `Tx` keeps one connection from
@@ -22,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+from asyncio import current_task
 from decimal import Decimal
 
 from svc.runtime.context import request_deadline
 from svc.runtime.db import sql_text
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ONE, OPEN, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.errors import several_statements, shorten, shutting_down, statement_failed
+from svc.runtime.db.pg_pool import Pool
 from svc.runtime.db.rows import RowMismatch, mapper
 from svc.runtime.support import SvcError
 
@@ -65,7 +68,7 @@ class PostgresDb(Db):
     __slots__ = ("url", "pool")
     dialect = "postgresql"
 
-    def __init__(self, url: str, pool) -> None:
+    def __init__(self, url: str, pool: Pool | None) -> None:
         self.url = url
         self.pool = pool
 
@@ -73,28 +76,36 @@ class PostgresDb(Db):
         return f"Db({_without_password(self.url)!r})"
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
-        return _guarded(self._run(op, sql, args, cls), sql)
-
-    async def _run(self, op, sql, args, cls):
         if self.pool is None:
-            return shutting_down()
-        async with self.pool.acquire() as conn:
-            return await _execute(conn, op, sql, args, cls)
+            return _answer(shutting_down())
+        return _guarded(_borrowing(self.pool, op, sql, args, cls), sql)
 
     async def _begin(self) -> Tx | SvcError:
         if self.pool is None:
             return shutting_down()
         tx = PostgresTx(self)
-        try:
-            result = await _guarded(tx._start(), "BEGIN")
-        except asyncio.CancelledError:
-            tx.state = "never begun"  # `_start`, still running, gives its connection back
-            raise
+        result = await _guarded(tx._start(), "BEGIN")
         if isinstance(result, SvcError):
             tx.state = "never begun"
-            await tx._release(broken=True)
             return result
         return tx
+
+
+async def _borrowing(pool: Pool, op: str, sql: str, args: tuple, cls: type | None):
+    """One statement on a connection borrowed for it alone (its own transaction)."""
+    conn = pool.take()
+    if conn is None:
+        conn = await pool.acquire()
+    try:
+        result = await _execute(conn, op, sql, args, cls)
+    except asyncio.CancelledError:
+        pool.give_back_later(conn)  # cancelled mid-statement: it settles first
+        raise
+    except BaseException:
+        pool.give_back(conn)  # a refused statement leaves it usable; a closed one is dropped
+        raise
+    pool.give_back(conn)
+    return result
 
 
 class PostgresTx(Tx):
@@ -108,19 +119,17 @@ class PostgresTx(Tx):
         self._ending: asyncio.Task | None = None
 
     async def _start(self) -> None:
-        """Take a connection and BEGIN; one whose db_begin stopped waiting meanwhile (its
-        request's limit, a cancellation) goes back to the pool closed, never leaks."""
-        conn = await self.db.pool.acquire()
+        """Take a connection and BEGIN; one whose BEGIN failed or stopped waiting (its
+        request's limit, a cancellation) is closed, never leaks."""
+        pool = self.db.pool
+        conn = pool.take()
+        if conn is None:
+            conn = await pool.acquire()
         try:
             await conn.execute("BEGIN")
         except BaseException:
-            conn.terminate()
-            await self.db.pool.release(conn)
+            pool.discard(conn)
             raise
-        if self.state is not OPEN:
-            conn.terminate()
-            await self.db.pool.release(conn)
-            return
         self.conn = conn
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
@@ -136,9 +145,9 @@ class PostgresTx(Tx):
         if isinstance(result, SvcError):
             if op == COMMIT:
                 self.state = "rolled back because its commit failed"
-            await self._release(broken=True)
+            self._release(broken=True)
             return result
-        await self._release(broken=False)
+        self._release(broken=False)
         return None
 
     def _abandon(self, why: str) -> None:
@@ -152,20 +161,18 @@ class PostgresTx(Tx):
             async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS):
                 await self.conn.execute("ROLLBACK")
         except (Exception, asyncio.CancelledError):
-            await self._release(broken=True)
+            self._release(broken=True)
             return
-        await self._release(broken=False)
+        self._release(broken=False)
 
-    async def _release(self, broken: bool) -> None:
+    def _release(self, broken: bool) -> None:
         conn, self.conn = self.conn, None
         if conn is None:
             return
         if broken:
-            conn.terminate()  # the server rolls back whatever it had
-        try:
-            await self.db.pool.release(conn)
-        except Exception:  # noqa: BLE001 - the pool was closed meanwhile
-            pass
+            self.db.pool.discard(conn)  # the server rolls back whatever it had
+        else:
+            self.db.pool.give_back(conn)
 
 
 async def _answer(value):
@@ -173,36 +180,36 @@ async def _answer(value):
 
 
 async def _guarded(work, sql: str):
-    """Run `work` (a coroutine doing one statement) so that it never raises and never
+    """Await `work` (a coroutine doing one statement) so that it never raises and never
     outlives the request: the result, or the error it means.
 
-    In a request the work runs in a Task of its own and is waited for only until just before
-    the processing limit: a server that stopped answering would otherwise hold the caller in
-    asyncpg's clean-up after a cancellation (it waits for the server to confirm), past the
-    limit. A Task given up on is cancelled and left to finish its clean-up alone.
+    In a request, a timer cancels the work just before the processing limit, on the
+    handler's own task (a Task, or eager.py's stand-in), as `asyncio.timeout` does, and the
+    cancellation it caused becomes a `busy` error. A server that stopped answering cannot
+    hold the caller: the connection of a cancelled statement is left to settle in the
+    background (pg_pool.py), and asyncpg's request to cancel the statement with it.
     """
     deadline = request_deadline()
     try:
         if deadline is None:
             return await work
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(work)
-        waiter = loop.create_future()  # done when the task is, or at the deadline
-        task.add_done_callback(lambda _task: _wake(waiter))
-        timer = loop.call_at(deadline - DEADLINE_MARGIN_SECONDS, _wake, waiter)
+        task = current_task()
+        if task is None:  # pragma: no cover - a request's code always runs in its task
+            return await work
+        cancelling = task.cancelling()
+        expired: list = []
+        timer = task.get_loop().call_at(deadline - DEADLINE_MARGIN_SECONDS, _expire, task,
+                                        expired)
         try:
-            await waiter
+            return await work
         except asyncio.CancelledError:
-            _abandon_task(task)
+            if expired and task.uncancel() <= cancelling:
+                return SvcError("busy", "the database is unavailable",
+                                detail="busy error: the database did not answer within the "
+                                       f"processing limit (in SQL: {shorten(sql)})")
             raise
         finally:
             timer.cancel()
-        if not task.done():
-            _abandon_task(task)
-            return SvcError("busy", "the database is unavailable",
-                            detail="busy error: the database did not answer within the "
-                                   f"processing limit (in SQL: {shorten(sql)})")
-        return task.result()
     except Exception as exc:  # noqa: BLE001 - sorted into busy or database below
         if _is_unavailable(exc):
             return SvcError("busy", "the database is unavailable",
@@ -210,20 +217,9 @@ async def _guarded(work, sql: str):
         return statement_failed(exc, sql)
 
 
-def _wake(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-def _abandon_task(task: asyncio.Task) -> None:
+def _expire(task, expired: list) -> None:
+    expired.append(True)
     task.cancel()
-    task.add_done_callback(_retrieve)
-
-
-def _retrieve(task: asyncio.Task) -> None:
-    """Take a given-up task's outcome, so asyncio does not report it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
 
 
 def _is_unavailable(exc: BaseException) -> bool:
@@ -311,23 +307,18 @@ async def open_url(url: str) -> Db | SvcError:
     return db
 
 
-async def _new_pool(url: str):
-    """A pool for `url`, tried with one connection, or the reason it cannot be made.
-
-    The pool keeps no floor of open connections (min_size=0): asyncpg would log a traceback
-    each time it failed to restore one during an outage.
-    """
-    pool = None
+async def _new_pool(url: str) -> Pool | SvcError:
+    """A pool for `url`, tried with one connection, or the reason it cannot be made."""
+    pool = Pool(url, pool_size(), lambda: asyncpg.connect(url, timeout=CONNECT_TIMEOUT_SECONDS))
     try:
-        pool = await asyncpg.create_pool(url, min_size=0, max_size=pool_size(),
-                                         timeout=CONNECT_TIMEOUT_SECONDS,
-                                         max_inactive_connection_lifetime=60.0, reset=_reset)
-        async with pool.acquire() as conn:
+        conn = await pool.acquire()
+        try:
             await conn.fetchval("SELECT 1")
+        finally:
+            pool.give_back(conn)
         return pool
     except Exception as exc:  # noqa: BLE001 - unreachable, refused, bad URL, bad password
-        if pool is not None:
-            pool.terminate()
+        pool.terminate()
         return SvcError("database", f"cannot open database {_without_password(url)!r}: "
                                     f"{_reason(exc)}")
 
@@ -351,19 +342,6 @@ async def reopen_after_fork() -> SvcError | None:
             return pool
         db.pool = pool
     return None
-
-
-async def _reset(conn) -> None:
-    """What a connection needs when it goes back to the pool: nothing, unless a transaction is
-    still open on it (a BEGIN sent through db_exec), which is rolled back.
-
-    asyncpg's own reset sends a query at every release (unlock advisory locks, close
-    cursors, unlisten, reset settings), which halved the requests per second of a point
-    lookup. svc's transactions end with COMMIT or ROLLBACK, which release their advisory
-    locks, and svc programs open no cursors and listen to nothing.
-    """
-    if conn.is_in_transaction():
-        await conn.execute("ROLLBACK")
 
 
 def close_all() -> None:
