@@ -2,7 +2,8 @@
 
 Run before any load so that a peer that is fast because it skips a check (an unknown field,
 a string where an integer belongs, an age outside i32, a non-JSON Content-Type) is caught
-instead of measured. Usage: conformance.py PORT; exit status 1 and one line per mismatch.
+instead of measured. Usage: conformance.py PORT [--svc]; exit status 1 and one line per
+mismatch. With --svc (what `make bench` asks of svc) the svc-only 0.2 routes are checked too.
 """
 
 import http.client
@@ -49,6 +50,48 @@ CASES = [
 ]
 
 
+# svc's own routes (the 0.2 paths and their neighbours, bench/harness/wrk.py PAIRS):
+# (method, path, request headers, status, expected header fields, expected JSON or None).
+BOB = {"id": 8, "name": "bob", "age": 40}
+SVC_CASES = [
+    ("GET", "/whoami", {"X-User": "ada"}, 200, {}, {"user": "ada"}),
+    ("GET", "/whoami", {"x-USER": "grace"}, 200, {}, {"user": "grace"}),
+    ("GET", "/whoami", {}, 200, {}, {"user": None}),
+    ("GET", "/whoami/plain", {"X-User": "ada"}, 200, {}, {"user": "ada"}),
+    ("GET", "/created", {}, 201, {"Location": "/users/8"}, BOB),
+    ("GET", "/created/plain", {}, 200, {}, BOB),
+    ("POST", "/users/1/birthday", {}, 204, {}, None),
+    ("POST", "/users/1/birthday/plain", {}, 204, {}, None),
+    ("GET", "/users/1", {}, 200, {}, {"id": 1, "name": "user1", "age": 19}),  # as it was
+]
+
+
+def fetch_full(port: int, method: str, path: str, headers: dict):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request(method, path, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.headers, response.read()
+    finally:
+        conn.close()
+
+
+def check_svc_case(port: int, case) -> str | None:
+    method, path, headers, status, fields, expected = case
+    got_status, got_headers, data = fetch_full(port, method, path, headers)
+    label = f"{method} {path} {headers or ''}"
+    if got_status != status:
+        return f"{label}: status {got_status}, expected {status} ({data[:100]!r})"
+    for name, value in fields.items():
+        if got_headers.get(name) != value:
+            return f"{label}: {name} {got_headers.get(name)!r}, expected {value!r}"
+    if expected is None:
+        return None if data == b"" else f"{label}: body {data[:100]!r}, expected none"
+    if json.loads(data) != expected:
+        return f"{label}: body {data[:100]!r}, expected {expected!r}"
+    return None
+
+
 def fetch(port: int, method: str, path: str, headers: dict, body) -> tuple[int, str, bytes]:
     if body is not None and not isinstance(body, bytes):
         body = json.dumps(body).encode()
@@ -85,15 +128,19 @@ def check_health(port: int) -> str | None:
     return None
 
 
-def check(port: int) -> list[str]:
-    """All mismatches of the server on `port`; an empty list means it conforms."""
+def check(port: int, svc: bool = False) -> list[str]:
+    """All mismatches of the server on `port`; an empty list means it conforms. `svc`: also
+    the svc-only routes."""
     problems = [check_health(port)] + [check_case(port, case) for case in CASES]
+    if svc:
+        problems += [check_svc_case(port, case) for case in SVC_CASES]
     return [p for p in problems if p]
 
 
 if __name__ == "__main__":
-    found = check(int(sys.argv[1]))
+    svc = "--svc" in sys.argv[2:]
+    found = check(int(sys.argv[1]), svc)
     for problem in found:
         print(problem)
-    print(f"{len(CASES) + 1 - len(found)} passed, {len(found)} failed")
+    print(f"{len(CASES) + 1 + (len(SVC_CASES) if svc else 0) - len(found)} passed, {len(found)} failed")
     sys.exit(1 if found else 0)

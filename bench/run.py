@@ -6,6 +6,10 @@ not measured. Then rounds: in each round the servers, and each server's cases, r
 shuffled order, each case a warm-up and a measured wrk run on 64 connections; every server is
 started fresh for each round. Then capacity and endurance runs against svc.
 
+svc alone also runs the 0.2 paths beside their 0.1 neighbours (wrk.PAIRS: a `Headers` handler,
+a `Response` with status 201 and a header field, a transaction of two statements), in the
+same rounds as the other cases, so each pair is measured under the same conditions.
+
   run.py            full mode (3 rounds, 2 s warm-up, 10 s measured, 120 s soak)
   run.py --quick    1 round, 1 s + 3 s, 20 s soak: to try the harness (also BENCH_QUICK=1)
 
@@ -48,7 +52,7 @@ def conforming(names: list[str]) -> tuple[list[str], dict]:
         spec = SPECS[name]
         try:
             with RunningServer(spec) as server:
-                problems = conformance.check(server.port) if spec.conforms else []
+                problems = conformance.check(server.port, svc=name == "svc") if spec.conforms else []
         except RuntimeError as failure:
             problems = [str(failure)]
         if problems:
@@ -66,6 +70,8 @@ def measure_server(name: str, cases: list[wrk.Case], mode: dict, runs: dict) -> 
     with RunningServer(spec) as server:
         for case in cases:
             if spec.cases is not None and case.name not in spec.cases:
+                continue
+            if case.svc_only and name != "svc":
                 continue
             wrk.run(server.url(""), case, mode["warmup"])
             cpu_before = server.cpu_seconds()
@@ -161,7 +167,8 @@ def main() -> int:
         wanted = [n for n in wanted if n in {v[0] for v in scaling.VARIANTS}]
     names, excluded = conforming(wanted)
     incidents: list[str] = []
-    runs = {} if args.scaling == "only" else measure(names, wrk.CASES, mode, args.seed, incidents)
+    cases = wrk.CASES + (wrk.PAIR_CASES if "svc" in names else [])
+    runs = {} if args.scaling == "only" else measure(names, cases, mode, args.seed, incidents)
     endurance_results = None
     if args.endurance_server in names and args.scaling != "only":
         try:
@@ -176,7 +183,7 @@ def main() -> int:
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full", "settings": mode, "seed": args.seed,
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
-        "cases": [c.name for c in wrk.CASES], "runs": runs, "summary": summarize(runs),
+        "cases": [c.name for c in wrk.CASES], "pairs": report.pair_names(), "runs": runs, "summary": summarize(runs),
         "endurance": endurance_results, "incidents": incidents, "scaling": scaling_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness import scaling
+from harness import scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
 
@@ -16,6 +16,7 @@ TARGETS = [  # (case, peer, minimum ratio svc / peer)
     ("GET /small", "go", 1.0),
     ("GET /health", "bare-uvloop", 0.9),
 ]
+PAIR_LIMIT = 0.15  # a 0.2 path may be this much slower than its 0.1 neighbour (issue 18)
 RSS_LIMIT_MIB = 300
 SOAK_RSS_GROWTH_MIB = 5  # allocator noise; a leak of even 50 bytes a request is far more
 HOLD_RATIO = 0.8  # /small throughput with 1,000 slow connections open vs without
@@ -70,6 +71,67 @@ def throughput_table(results: dict) -> list[str]:
     return lines
 
 
+def pair_names() -> list[list[str]]:
+    """[0.2 case, neighbour case, why the neighbour is fair] for each pair, as results.json
+    keeps them (so --render-only renders the pairs a run measured)."""
+    return [[new.name, neighbour.name, why] for new, neighbour, why in wrk.PAIRS]
+
+
+def pair_ratios(summary: dict, new: str, neighbour: str) -> tuple[float | None, float | None]:
+    """(req/s of the 0.2 path ÷ its neighbour's, CPU µs/req of the neighbour ÷ the 0.2 path's):
+    1.0 is as fast; 0.85 is 15% slower."""
+    return _pair_ratio(summary, new, neighbour, "rps"), _pair_ratio(summary, neighbour, new, "cpu_us")
+
+
+def _pair_ratio(summary: dict, top: str, bottom: str, key: str) -> float | None:
+    try:
+        return summary["svc"][top][key] / summary["svc"][bottom][key]
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
+def pairs_section(results: dict) -> list[str]:
+    """svc's 0.2 paths beside their 0.1 neighbours: both measured in the same rounds."""
+    pairs = results.get("pairs") or []
+    if not pairs:
+        return ["Not measured in this run."]
+    summary = results["summary"]
+    lines = [
+        "svc only (the peers do not have these routes): each 0.2 path and its neighbour run in "
+        "the same rounds, in the same shuffled order as the other cases, on the same fresh server. "
+        "The neighbours were chosen so that the only difference is the 0.2 feature:",
+        "",
+        *[f"- **{new}** beside **{old}**: {why}." for new, old, why in pairs],
+        "",
+        "| 0.2 path | req/s (median) | CPU µs/req | neighbour | req/s (median) | CPU µs/req "
+        "| req/s ratio | CPU ratio (neighbour ÷ 0.2) | errors |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for new, old, _why in pairs:
+        a, b = summary.get("svc", {}).get(new), summary.get("svc", {}).get(old)
+        if a is None or b is None:
+            lines.append(f"| {new} | — | — | {old} | — | — | — | — | — |")
+            continue
+        by_rps, by_cpu = pair_ratios(summary, new, old)
+        lines.append(
+            f"| {new} | {a['rps']:,.0f} | {a['cpu_us']:.1f} | {old} | {b['rps']:,.0f} "
+            f"| {b['cpu_us']:.1f} | {fmt_ratio(by_rps)} | {fmt_ratio(by_cpu)} "
+            f"| {a['errors'] + b['errors']} |")
+    return lines
+
+
+def pair_target_rows(results: dict) -> list[str]:
+    """One met/missed row per pair: the 0.2 path's req/s at least 85% of its neighbour's."""
+    rows = []
+    for new, old, _why in results.get("pairs") or []:
+        by_rps, by_cpu = pair_ratios(results["summary"], new, old)
+        verdict = "not measured" if by_rps is None else (
+            "met" if by_rps >= 1 - PAIR_LIMIT else "missed")
+        rows.append(f"| svc {new} within {PAIR_LIMIT:.0%} of {old} | {fmt_ratio(by_rps)} "
+                    f"| {verdict} | {fmt_ratio(by_cpu)} |")
+    return rows
+
+
 def capacity_row(endurance: dict | None) -> tuple[str, str]:
     if not endurance:
         return "not run", "missed"
@@ -92,6 +154,7 @@ def targets_table(results: dict) -> list[str]:
         verdict = "not measured" if value is None else ("met" if value >= minimum else "missed")
         by_cpu = fmt_ratio(cpu_ratio(results["summary"], "svc", peer, case))
         lines.append(f"| {label} | {fmt_ratio(value)} | {verdict} | {by_cpu} |")
+    lines += pair_target_rows(results)
     measured, verdict = capacity_row(results["endurance"])
     lines.append(f"| 10,000 connections answered, RSS < {RSS_LIMIT_MIB} MiB | {measured} | {verdict} | |")
     return lines
@@ -212,6 +275,10 @@ def render(results: dict) -> str:
         "## Targets",
         "",
         *targets_table(results),
+        "",
+        "## 0.2 paths beside their 0.1 neighbours",
+        "",
+        *pairs_section(results),
         "",
         "## Capacity and endurance",
         "",

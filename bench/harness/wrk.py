@@ -11,11 +11,14 @@ UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
 
 @dataclass(frozen=True)
 class Case:
-    """One load case: a path and, for requests wrk cannot express by URL, a Lua script."""
+    """One load case: a path and, for requests wrk cannot express by URL, a Lua script;
+    header lines wrk adds to every request; whether only svc has the route."""
 
     name: str
     path: str
     script: str | None = None
+    headers: tuple[str, ...] = ()
+    svc_only: bool = False
 
 
 CASES = [
@@ -26,6 +29,27 @@ CASES = [
     Case("GET /query", "/query?limit=5&name=x"),
     Case("GET /users/{id}", "/", "users.lua"),
 ]
+
+#: The 0.2 paths, svc only (examples/workload/workload.svc), each beside a 0.1 neighbour that
+#: does the same work without the 0.2 feature: (0.2 case, neighbour case, why it is fair).
+#: Both cases of a pair send the same request bytes where the 0.2 feature reads them.
+_WHO = ("X-User: ada",)
+PAIRS = [
+    (Case("GET /whoami (Headers)", "/whoami", headers=_WHO, svc_only=True),
+     Case("GET /whoami/plain", "/whoami/plain", headers=_WHO, svc_only=True),
+     "the same request (its X-User header included) and the same JSON answer "
+     "{\"user\":\"ada\"}; only the neighbour has the value as a constant instead of a "
+     "`Headers` parameter and `header(h, \"x-user\")`"),
+    (Case("GET /created (Response 201)", "/created", svc_only=True),
+     Case("GET /created/plain", "/created/plain", svc_only=True),
+     "the same User body; the 0.2 handler returns it in a `Response` with status 201 and a "
+     "`Location` field (`respond`, `set_header`), the neighbour returns it plainly (200)"),
+    (Case("POST /users/{id}/birthday (tx of 2)", "/birthday", "users_post.lua", svc_only=True),
+     Case("POST /users/{id}/birthday/plain", "/birthday/plain", "users_post.lua", svc_only=True),
+     "the same two UPDATEs of the same rows (ids 1 to 1,000 in turn), once inside "
+     "`db_begin`/`db_commit` and once as two statements each committed on its own"),
+]
+PAIR_CASES = [case for pair in PAIRS for case in pair[:2]]
 
 
 @dataclass(frozen=True)
@@ -71,6 +95,8 @@ def run(url_base: str, case: Case, seconds: float, connections: int = 64,
         "wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds:g}s", "--latency", "--timeout",
         "5s", cpus=cpus,
     )
+    for header in case.headers:
+        command += ["-H", header]
     if case.script:
         command += ["-s", str(BENCH / "lua" / case.script)]
     command.append(url_base + case.path)

@@ -1,0 +1,63 @@
+"""`make bench`'s 0.2 paths: the workload serves them as the conformance check expects, and
+the report has a met/missed line per pair (also when re-rendered from an older run)."""
+
+from __future__ import annotations
+
+import sys
+
+from tests.helpers.svc_process import REPO, start
+
+sys.path.insert(0, str(REPO / "bench"))
+
+import conformance  # noqa: E402
+from harness import report, wrk  # noqa: E402
+
+
+def test_the_workload_answers_the_pairs_and_the_01_routes_as_the_conformance_check_expects():
+    server = start([str(REPO / "examples" / "workload" / "workload.svc")])
+    try:
+        assert conformance.check(server.port, svc=True) == []
+    finally:
+        assert server.stop() == 0
+
+
+def test_every_pair_is_svc_only_and_sent_the_same_extra_header_fields():
+    for new, neighbour, why in wrk.PAIRS:
+        assert new.svc_only and neighbour.svc_only and why
+        assert new.headers == neighbour.headers and new.script == neighbour.script
+    assert not any(case.svc_only for case in wrk.CASES)
+
+
+def summary(rps_new: float, rps_old: float) -> dict:
+    row = {"rps_min": 1, "rps_max": 2, "p50_ms": 1.0, "p99_ms": 2.0, "rss_mib": 30, "errors": 0,
+           "rounds": 1}
+    cases = {}
+    for new, old, _why in wrk.PAIRS:
+        cases[new.name] = {**row, "rps": rps_new, "cpu_us": 10.0}
+        cases[old.name] = {**row, "rps": rps_old, "cpu_us": 9.0}
+    return {"svc": cases}
+
+
+def results(rps_new: float, rps_old: float, pairs=True) -> dict:
+    found = {"started": "s", "finished": "f", "mode": "quick", "settings": {"warmup": 1, "seconds": 3,
+             "rounds": 1}, "seed": 1, "command": "c", "servers": ["svc"], "excluded": {},
+             "cases": [c.name for c in wrk.CASES], "runs": {}, "summary": summary(rps_new, rps_old),
+             "endurance": None, "incidents": [], "scaling": None}
+    if pairs:
+        found["pairs"] = report.pair_names()
+    return found
+
+
+def test_a_pair_within_15_percent_is_met_and_one_beyond_is_missed():
+    met = report.render(results(8_600, 10_000))
+    missed = report.render(results(8_400, 10_000))
+    for new, old, _why in wrk.PAIRS:
+        line = f"| svc {new.name} within 15% of {old.name} |"
+        assert f"{line} 0.86× | met |" in met
+        assert f"{line} 0.84× | missed |" in missed
+    assert "## 0.2 paths beside their 0.1 neighbours" in met
+
+
+def test_a_run_without_pairs_still_renders():
+    text = report.render(results(1, 1, pairs=False))
+    assert "Not measured in this run." in text
