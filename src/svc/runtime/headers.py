@@ -38,19 +38,44 @@ def _text(raw: bytes) -> str:
         return raw.decode("latin-1")
 
 
+#: Names asked for → their lower-cased UTF-8 bytes. A handler asks for the same few literal
+#: names on every request, so each is lowered and encoded once; bounded, as a name may be
+#: computed.
+_WANTED: dict[str, bytes] = {}
+_WANTED_KEPT = 256
+
+
+def _wanted(name: str) -> bytes:
+    wanted = _WANTED.get(name)
+    if wanted is None:
+        wanted = name.lower().encode("utf-8", "replace")
+        if len(_WANTED) < _WANTED_KEPT:
+            _WANTED[name] = wanted
+    return wanted
+
+
 def values(h: Headers, name: str) -> list[str]:
-    """Every value of the fields named `name` (any case), in the order received."""
-    wanted = name.lower().encode("utf-8", "replace")
-    return [_text(value.strip(b" \t")) for key, value in h.fields if key.lower() == wanted]
+    """Every value of the fields named `name` (any case), in the order received. Only a
+    field of the same length is lowered for the comparison (most are not)."""
+    wanted = _wanted(name)
+    size = len(wanted)
+    return [_text(value.strip(b" \t")) for key, value in h.fields
+            if len(key) == size and key.lower() == wanted]
 
 
 def header(h: Headers, name: str) -> str | None:
     """`header(h, name)`: the field's value; several fields of one name joined with ", "
-    (RFC 9110 §5.3); None when the request has no such field."""
-    found = values(h, name)
-    if not found:
-        return None
-    return found[0] if len(found) == 1 else ", ".join(found)
+    (RFC 9110 §5.3); None when the request has no such field. The usual single field is
+    found without building a list."""
+    wanted = _wanted(name)
+    size = len(wanted)
+    found = None
+    for key, value in h.fields:
+        if len(key) == size and key.lower() == wanted:
+            if found is not None:
+                return ", ".join(values(h, name))
+            found = value
+    return None if found is None else _text(found.strip(b" \t"))
 
 
 def cookie(h: Headers, name: str) -> str | None:
