@@ -39,12 +39,14 @@ async def _numbers(db) -> list[int]:
 
 
 def test_a_transaction_holds_the_thread_and_the_queue_bound_still_holds(tmp_path):
-    """While a transaction runs, other jobs wait: 64 in the queue, the rest give up with
-    busy at their deadline; all queued ones run once it commits."""
+    """While a transaction runs (from its first statement), other jobs wait: 64 in the
+    queue, the rest give up with busy at their deadline; all queued ones run once it
+    commits."""
     async def main():
         db = await db_open(str(tmp_path / "q.db"))
         await db_exec(db, "CREATE TABLE t (n INTEGER PRIMARY KEY)")
         tx = await db_begin(db)
+        assert await db_exec(tx, "INSERT INTO t VALUES (1)") == 1
         loop = asyncio.get_running_loop()
         token = set_request_deadline(loop.time() + 0.3)
         try:
@@ -54,7 +56,6 @@ def test_a_transaction_holds_the_thread_and_the_queue_bound_still_holds(tmp_path
             reset_request_deadline(token)
         await asyncio.sleep(0.5)
         gave_up = [job.result() for job in waiting if job.done()]
-        assert await db_exec(tx, "INSERT INTO t VALUES (1)") == 1
         assert await db_commit(tx) is None
         ran = await asyncio.gather(*[job for job in waiting if not job.cancelled()])
         return gave_up, ran, await _numbers(db)

@@ -10,6 +10,15 @@ up with `busy` at their request's processing limit), which is why transactions m
 A transaction whose owner went away without ending it (its request finished or timed out,
 `main` returned) is rolled back by `_abandon`; one still open when the database closes is
 rolled back by the thread.
+
+`db_begin` does not wait for the thread: its Tx is *unbegun*, and its first statement takes
+the BEGIN to the Db's queue and waits in the Tx's own queue behind it, so the thread runs
+both in one hand-off and answers both at once (a round trip of the loop and the thread
+fewer per transaction; each is most of a transaction's cost). A BEGIN that fails, or never
+reaches the thread (the queue full past the processing limit, the Db closing), answers that
+first statement with its error. A Tx ended before any statement never touched the database:
+its commit or rollback has nothing to do. (`SqliteDb._begin`, for migrations, still begins at
+once.)
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import asyncio
 import sqlite3
 from queue import Empty, SimpleQueue
 
-from svc.runtime.db.base import COMMIT, OPEN, ROLLBACK, Tx
+from svc.runtime.db.base import BEGIN, COMMIT, OPEN, ROLLBACK, Tx
 from svc.runtime.db.errors import statement_failed
 
 #: How often a thread waiting for a transaction's next job looks whether the Db is closing.
@@ -26,13 +35,22 @@ _CLOSE_POLL_SECONDS = 0.25
 
 
 class SqliteTx(Tx):
-    """A transaction on an SQLite `Db`: its jobs go straight to the waiting database thread."""
+    """A transaction on an SQLite `Db`: its jobs go straight to the waiting database thread.
 
-    __slots__ = ("jobs",)
+    `unbegun`: made by `db_begin`, its BEGIN not yet sent (it goes with the first job).
+    `owner`: the stand-in (eager.py) that was the current task at `db_begin`, when the
+    handler had not suspended yet; its Task is watched once the BEGIN is answered (the
+    handler has suspended by then, waiting for the first statement).
+    """
 
-    def __init__(self, db) -> None:
+    __slots__ = ("jobs", "unbegun", "owner", "on_owner_done")
+
+    def __init__(self, db, unbegun: bool = False) -> None:
         super().__init__(db)
         self.jobs: SimpleQueue = SimpleQueue()
+        self.unbegun = unbegun
+        self.owner = None
+        self.on_owner_done = None
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
@@ -41,13 +59,40 @@ class SqliteTx(Tx):
         else:
             if memoryview in map(type, args):
                 args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
+            if self.unbegun:
+                self._send_begin()
             self.jobs.put((future, op, sql, args, cls))
         return future
+
+    def _send_begin(self) -> None:
+        """The BEGIN to the Db's queue; the job put after it waits in `jobs` for the thread."""
+        self.unbegun = False
+        self.db._submit(BEGIN, "BEGIN IMMEDIATE", (), self).add_done_callback(self._begun)
+
+    def _begun(self, begun: asyncio.Future) -> None:
+        """On the loop: the BEGIN's answer. A failed one answers the jobs waiting behind it."""
+        result = begun.result()
+        if result is self:
+            self._watch_owner()
+            return
+        if self.state is OPEN:
+            self.state = "never begun"
+        for job in _drain(self):
+            if job[0] is not None and not job[0].done():
+                job[0].set_result(result)
+
+    def _watch_owner(self) -> None:
+        task = getattr(self.owner, "task", None)
+        if task is not None and self.on_owner_done is not None:
+            task.add_done_callback(self.on_owner_done)
+        self.owner = None
 
     async def _end(self, op: str):
         if self.state is not OPEN:
             return self.finished_error()
         self.state = "committed" if op == COMMIT else "rolled back"
+        if self.unbegun:  # no statement ran: nothing to commit or roll back
+            return None
         future = asyncio.get_running_loop().create_future()
         self.jobs.put((future, op, "", (), None))
         result = await future
@@ -58,7 +103,8 @@ class SqliteTx(Tx):
     def _abandon(self, why: str) -> None:
         if self.state is OPEN:
             self.state = f"rolled back because {why}"
-            self.jobs.put((None, ROLLBACK, "", (), None))
+            if not self.unbegun:
+                self.jobs.put((None, ROLLBACK, "", (), None))
 
 
 def run_transaction(db, conn: sqlite3.Connection, tx: SqliteTx, begun, execute,
@@ -66,31 +112,42 @@ def run_transaction(db, conn: sqlite3.Connection, tx: SqliteTx, begun, execute,
     """On the database thread: begin, serve the transaction's jobs, end it.
 
     `execute(conn, op, sql, args, cls)` runs one job; `deliver(pairs)` hands (future, result)
-    pairs to the event loop (a None future is a rollback nobody waits for).
+    pairs to the event loop (a None future is a rollback nobody waits for). The BEGIN's own
+    answer goes with the first job's when that job is already waiting (an unbegun Tx's).
     """
     try:
         conn.execute("BEGIN IMMEDIATE")
     except Exception as exc:  # locked by another process past the busy timeout, ...
         tx.state = "never begun"
-        deliver([(begun, statement_failed(exc, "BEGIN IMMEDIATE"))])
+        error = statement_failed(exc, "BEGIN IMMEDIATE")
+        deliver([(begun, error)] + [(job[0], error) for job in _drain(tx) if job[0] is not None])
         return
-    deliver([(begun, tx)])
+    answered = [(begun, tx)]
     while True:
         try:
-            future, op, sql, args, cls = tx.jobs.get(timeout=_CLOSE_POLL_SECONDS)
+            if answered:
+                job = tx.jobs.get_nowait()
+            else:
+                job = tx.jobs.get(timeout=_CLOSE_POLL_SECONDS)
         except Empty:
+            if answered:
+                deliver(answered)
+                answered = []
+                continue
             if db._closing:  # the server stops while the transaction's owner still holds it
                 _finish(conn, ROLLBACK)
                 tx.state = "rolled back because the database was closed"
                 _answer_late_jobs(tx, deliver)
                 return
             continue
+        future, op, sql, args, cls = job
         if op is COMMIT or op is ROLLBACK:
             result = _finish(conn, op)
-            if future is not None:
-                deliver([(future, result)])
+            deliver(answered + ([(future, result)] if future is not None else []))
             return
-        deliver([(future, execute(conn, op, sql, args, cls))])
+        answered.append((future, execute(conn, op, sql, args, cls)))
+        deliver(answered)
+        answered = []
 
 
 def _finish(conn: sqlite3.Connection, op: str):
@@ -107,13 +164,15 @@ def _finish(conn: sqlite3.Connection, op: str):
         return statement_failed(exc, op.upper())
 
 
-def _answer_late_jobs(tx: SqliteTx, deliver) -> None:
-    late = []
+def _drain(tx: SqliteTx) -> list[tuple]:
+    """The jobs waiting in the Tx's queue, taken out."""
+    jobs = []
     while True:
         try:
-            job = tx.jobs.get_nowait()
+            jobs.append(tx.jobs.get_nowait())
         except Empty:
-            break
-        if job[0] is not None:
-            late.append((job[0], tx.finished_error()))
-    deliver(late)
+            return jobs
+
+
+def _answer_late_jobs(tx: SqliteTx, deliver) -> None:
+    deliver([(job[0], tx.finished_error()) for job in _drain(tx) if job[0] is not None])

@@ -5,6 +5,11 @@ When that Task ends (the handler returned, failed, or was cancelled at the proce
 `main` returned) a transaction it left open is rolled back, so a forgotten `db_commit` can
 neither hold SQLite's database thread nor a PostgreSQL connection of the pool. In a request
 the processing limit also rolls it back directly (a timer), in case the Task outlives it.
+
+On SQLite `db_begin` returns at once, without a round trip to the database thread: the BEGIN
+goes with the transaction's first statement (sqlite_tx.py), whose result then carries a
+failure to begin. A handler that has not suspended yet has no Task to watch at that point,
+only eager.py's stand-in; the Tx watches the stand-in's Task once its BEGIN is answered.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import asyncio
 
 from svc.runtime.context import request_deadline
 from svc.runtime.db.base import COMMIT, ROLLBACK, Db, Tx
+from svc.runtime.db.sqlite import SqliteDb
+from svc.runtime.db.sqlite_tx import SqliteTx
 from svc.runtime.support import SvcError
 
 _ENDED = "it was not committed before its request (or main) ended"
@@ -21,7 +28,10 @@ _TIMED_OUT = "its request passed the processing limit"
 
 async def db_begin(db: Db) -> Tx | SvcError:
     """Start a transaction; db_exec, db_all and db_one given the Tx run inside it."""
-    tx = await db._begin()
+    if db.__class__ is SqliteDb and not db._closing:
+        tx = SqliteTx(db, unbegun=True)
+    else:
+        tx = await db._begin()
     if isinstance(tx, Tx):
         _watch(tx)
     return tx
@@ -40,12 +50,16 @@ async def db_rollback(tx: Tx) -> None | SvcError:
 def _watch(tx: Tx) -> None:
     """Roll `tx` back if its owner ends, or its request's processing limit passes, first.
 
-    db_begin has awaited the database by now, so the current task is a real Task (the
-    handler's first step runs outside one only until its first suspension).
+    The owner is a real Task once db_begin has awaited the database; an unbegun SQLite Tx
+    may still be in the handler's first step, outside any Task (eager.py's stand-in is the
+    current task then), and watches the stand-in's Task once it exists.
     """
     owner = asyncio.current_task()
+    on_done = lambda _task: tx._abandon(_ENDED)  # noqa: E731
     if hasattr(owner, "add_done_callback"):
-        owner.add_done_callback(lambda _task: tx._abandon(_ENDED))
+        owner.add_done_callback(on_done)
+    elif isinstance(tx, SqliteTx) and tx.unbegun:
+        tx.owner, tx.on_owner_done = owner, on_done
     deadline = request_deadline()
     if deadline is not None:
         asyncio.get_running_loop().call_at(deadline, tx._abandon, _TIMED_OUT)
