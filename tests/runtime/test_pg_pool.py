@@ -1,5 +1,5 @@
 """svc's PostgreSQL pool (db/pg_pool.py) and the request deadline of a PostgreSQL statement
-(db/postgres.py): connections lent in arrival order, never leaked or lost, and a statement
+(db/pg_deadline.py): connections lent in arrival order, never leaked or lost, and a statement
 the server does not answer in time is `busy` on the handler's own task, whose connection
 settles and is used again."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from svc.runtime import eager
 from svc.runtime.context import reset_request_deadline, set_request_deadline
-from svc.runtime.db import close_all, db_begin, db_exec, db_one, db_open
+from svc.runtime.db import close_all, db_begin, db_exec, db_one, db_open, pg_deadline
 from svc.runtime.db.pg_pool import Pool, PoolClosed
 from svc.runtime.support import SvcError
 
@@ -222,10 +222,12 @@ def test_a_statement_past_the_deadline_is_busy_and_its_connection_is_used_again(
         took = loop.time() - started
         after = await db_one(Pid, db, "SELECT pg_backend_pid() AS pid")  # waits for the settle
         size = db.pool.size
+        watched = pg_deadline._sweep.times, pg_deadline._sweep.expired
         close_all()
-        return slow, took, before.pid == after.pid, size
+        return slow, took, before.pid == after.pid, size, watched
 
-    slow, took, same, size = asyncio.run(main())
+    slow, took, same, size, watched = asyncio.run(main())
+    assert watched == ({}, {})  # nothing left behind in the sweep
     assert isinstance(slow, SvcError) and slow.kind == "busy", slow
     assert "did not answer within the processing limit" in slow.detail
     assert 0.3 < took < 0.5, took  # just before the limit, not after it
@@ -233,9 +235,15 @@ def test_a_statement_past_the_deadline_is_busy_and_its_connection_is_used_again(
 
 
 def test_a_cancelled_statement_raises_and_leaks_no_connection(one_connection):
+    """Cancelled by someone else (the server at the limit, a test): not the deadline's busy."""
     async def main():
         db = await db_open(one_connection)
-        task = asyncio.create_task(db_exec(db, "SELECT pg_sleep(5)"))
+        loop = asyncio.get_running_loop()
+        token = set_request_deadline(loop.time() + 10)
+        try:
+            task = asyncio.create_task(db_exec(db, "SELECT pg_sleep(5)"))
+        finally:
+            reset_request_deadline(token)
         await asyncio.sleep(0.2)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from asyncio import current_task
-from decimal import Decimal
 
-from svc.runtime.context import request_deadline
 from svc.runtime.db import sql_text
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ONE, OPEN, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.errors import several_statements, shorten, shutting_down, statement_failed
+from svc.runtime.db.pg_deadline import gave_up, unwatch, watch
 from svc.runtime.db.pg_pool import Pool
 from svc.runtime.db.rows import RowMismatch, mapper
 from svc.runtime.support import SvcError
@@ -41,8 +39,6 @@ except ImportError:  # pragma: no cover - asyncpg is a dependency; a broken inst
 
 #: Seconds a connection attempt may take before the server counts as unreachable.
 CONNECT_TIMEOUT_SECONDS = 2.0
-#: A call gives up this long before its request's processing limit, to answer 503 itself.
-DEADLINE_MARGIN_SECONDS = 0.1
 #: The change count is the last number of these command tags ("INSERT 0 3", "UPDATE 2").
 _COUNTED = ("INSERT", "UPDATE", "DELETE", "MERGE", "COPY")
 
@@ -78,7 +74,7 @@ class PostgresDb(Db):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.pool is None:
             return _answer(shutting_down())
-        return _guarded(_borrowing(self.pool, op, sql, args, cls), sql)
+        return _statement(self.pool, None, op, sql, args, cls)
 
     async def _begin(self) -> Tx | SvcError:
         if self.pool is None:
@@ -89,23 +85,6 @@ class PostgresDb(Db):
             tx.state = "never begun"
             return result
         return tx
-
-
-async def _borrowing(pool: Pool, op: str, sql: str, args: tuple, cls: type | None):
-    """One statement on a connection borrowed for it alone (its own transaction)."""
-    conn = pool.take()
-    if conn is None:
-        conn = await pool.acquire()
-    try:
-        result = await _execute(conn, op, sql, args, cls)
-    except asyncio.CancelledError:
-        pool.give_back_later(conn)  # cancelled mid-statement: it settles first
-        raise
-    except BaseException:
-        pool.give_back(conn)  # a refused statement leaves it usable; a closed one is dropped
-        raise
-    pool.give_back(conn)
-    return result
 
 
 class PostgresTx(Tx):
@@ -135,7 +114,7 @@ class PostgresTx(Tx):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.state is not OPEN:
             return _answer(self.finished_error())
-        return _guarded(_execute(self.conn, op, sql, args, cls), sql)
+        return _statement(None, self.conn, op, sql, args, cls)
 
     async def _end(self, op: str):
         if self.state is not OPEN:
@@ -179,47 +158,80 @@ async def _answer(value):
     return value
 
 
-async def _guarded(work, sql: str):
-    """Await `work` (a coroutine doing one statement) so that it never raises and never
-    outlives the request: the result, or the error it means.
+async def _statement(pool: Pool | None, conn, op: str, sql: str, args: tuple,
+                     cls: type | None):
+    """One statement, on `conn` (a transaction's) or on a connection borrowed from `pool`
+    for it alone (its own transaction): its result, or the error it means, never raised.
 
-    In a request, a timer cancels the work just before the processing limit, on the
-    handler's own task (a Task, or eager.py's stand-in), as `asyncio.timeout` does, and the
-    cancellation it caused becomes a `busy` error. A server that stopped answering cannot
-    hold the caller: the connection of a cancelled statement is left to settle in the
-    background (pg_pool.py), and asyncpg's request to cancel the statement with it.
+    In a request it gives up with `busy` just before the processing limit (pg_deadline.py);
+    a borrowed connection whose statement was cancelled settles in the background before it
+    is lent again (pg_pool.py), so a server that stopped answering cannot hold the caller.
+    One coroutine from the builtin to asyncpg: each level of awaiting costs on every step.
     """
-    deadline = request_deadline()
+    prepared = _prepare(op, sql, args)
+    if prepared.__class__ is SvcError:
+        return prepared
+    text, args = prepared
+    task = watch()
+    borrowed = None
     try:
-        if deadline is None:
-            return await work
-        task = current_task()
-        if task is None:  # pragma: no cover - a request's code always runs in its task
-            return await work
-        cancelling = task.cancelling()
-        expired: list = []
-        timer = task.get_loop().call_at(deadline - DEADLINE_MARGIN_SECONDS, _expire, task,
-                                        expired)
-        try:
-            return await work
-        except asyncio.CancelledError:
-            if expired and task.uncancel() <= cancelling:
-                return SvcError("busy", "the database is unavailable",
-                                detail="busy error: the database did not answer within the "
-                                       f"processing limit (in SQL: {shorten(sql)})")
-            raise
-        finally:
-            timer.cancel()
-    except Exception as exc:  # noqa: BLE001 - sorted into busy or database below
-        if _is_unavailable(exc):
-            return SvcError("busy", "the database is unavailable",
-                            detail=f"busy error: the database is unavailable: {_reason(exc)}")
-        return statement_failed(exc, sql)
+        if pool is not None:
+            conn = pool.take()
+            if conn is None:
+                conn = await pool.acquire()
+            borrowed = conn
+        if op is ONE:
+            value = await conn.fetchrow(text, *args)
+        elif op is ALL:
+            value = await conn.fetch(text, *args)
+        else:  # EXEC: one statement (counted), so the simple protocol is safe without args
+            value = await conn.execute(text, *args)
+    except asyncio.CancelledError:
+        if borrowed is not None:
+            pool.give_back_later(borrowed)  # cancelled mid-statement: it settles first
+        if task is not None and gave_up(task):
+            return _too_late(sql)
+        raise
+    except Exception as exc:  # noqa: BLE001 - sorted into busy or database
+        if borrowed is not None:
+            pool.give_back(borrowed)  # a refused statement leaves it usable; closed: dropped
+        return _failure(exc, sql)
+    finally:
+        if task is not None:
+            unwatch(task)
+    if borrowed is not None:
+        pool.give_back(borrowed)
+    return _result(op, cls, value)
 
 
-def _expire(task, expired: list) -> None:
-    expired.append(True)
-    task.cancel()
+async def _guarded(work, sql: str):
+    """Await `work` (BEGIN, COMMIT, ROLLBACK) as `_statement` awaits its statement: the
+    result or the error it means, `busy` just before the processing limit."""
+    task = watch()
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if task is not None and gave_up(task):
+            return _too_late(sql)
+        raise
+    except Exception as exc:  # noqa: BLE001 - sorted into busy or database
+        return _failure(exc, sql)
+    finally:
+        if task is not None:
+            unwatch(task)
+
+
+def _too_late(sql: str) -> SvcError:
+    return SvcError("busy", "the database is unavailable",
+                    detail="busy error: the database did not answer within the processing "
+                           f"limit (in SQL: {shorten(sql)})")
+
+
+def _failure(exc: Exception, sql: str) -> SvcError:
+    if _is_unavailable(exc):
+        return SvcError("busy", "the database is unavailable",
+                        detail=f"busy error: the database is unavailable: {_reason(exc)}")
+    return statement_failed(exc, sql)
 
 
 def _is_unavailable(exc: BaseException) -> bool:
@@ -239,28 +251,31 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-async def _execute(conn, op: str, sql: str, args: tuple, cls: type | None):
-    """One job on one connection; a refused statement raises (sorted by `_guarded`)."""
+def _prepare(op: str, sql: str, args: tuple):
+    """(the text to send, its arguments), or the error of a call that sends nothing."""
     if op is SCRIPT:  # a migration step: the simple protocol runs several statements
-        return _count(await conn.execute(sql))
+        return sql, ()
     text, statements = sql_text.for_postgres(sql)
     if statements > 1:
         return several_statements(sql)
     if memoryview in map(type, args):
         args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
+    return text, args
+
+
+def _result(op: str, cls: type | None, value):
+    """What the builtin returns for asyncpg's answer: rows mapped to `cls`, or a count."""
     try:
-        if op is EXEC:  # one statement (counted above), so the simple protocol is safe too
-            return _count(await conn.execute(text, *args))
         if op is ONE:
-            row = await conn.fetchrow(text, *args)
-            return None if row is None else _map(cls, row)(_values(row))
-        rows = await conn.fetch(text, *args)
-        if not rows:
-            return []
-        map_row = _map(cls, rows[0])
-        return [map_row(_values(row)) for row in rows]
+            return None if value is None else _map(cls, value)(value)
+        if op is ALL:
+            if not value:
+                return []
+            map_row = _map(cls, value[0])
+            return [map_row(row) for row in value]
     except RowMismatch as exc:
         return SvcError("database", str(exc))
+    return _count(value)
 
 
 def _count(status: str | None) -> int:
@@ -272,21 +287,6 @@ def _count(status: str | None) -> int:
 
 def _map(cls: type, row):
     return mapper(cls, tuple(row.keys()))
-
-
-def _values(row):
-    """The row's values; NUMERIC (PostgreSQL's SUM of integers, say) as int or float, so it
-    maps as SQLite's INTEGER or REAL would."""
-    values = tuple(row.values())
-    if Decimal in map(type, values):
-        values = tuple(_from_decimal(v) if type(v) is Decimal else v for v in values)
-    return values
-
-
-def _from_decimal(value: Decimal):
-    if value.is_finite() and value == value.to_integral_value():
-        return int(value)
-    return float(value)
 
 
 async def open_url(url: str) -> Db | SvcError:

@@ -4,9 +4,13 @@ Columns are matched to the class's fields by name. Extra columns are ignored; wh
 columns share a name, the first wins. An integer into an `f64` field is converted; a real
 number into an integer field is a mismatch. A mapper is planned once per (class, column
 names) and runs on the hot path of every query, so its common case is generated code.
+A row is anything indexable by column position: a tuple (SQLite) or an asyncpg Record, read
+as it is, without copying its values out first.
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 from svc.contract import I32_MAX, I32_MIN
 
@@ -45,6 +49,13 @@ def _to_str(v):
 
 def _to_bytes(v):
     return v if type(v) is bytes else _BAD
+
+
+def _from_decimal(value: Decimal):
+    """NUMERIC as int or float, so it maps as SQLite's INTEGER or REAL would."""
+    if value.is_finite() and value == value.to_integral_value():
+        return int(value)
+    return float(value)
 
 
 _CONVERTERS = {"i64": _to_i64, "i32": _to_i32, "f64": _to_f64, "bool": _to_bool,
@@ -97,6 +108,8 @@ def _build_mapper(cls: type, names: tuple):
                                       f"is {type_name}, not {type_name}?")
                 values.append(None)
                 continue
+            if type(value) is Decimal:  # PostgreSQL's NUMERIC (a SUM of integers, say)
+                value = _from_decimal(value)
             converted = convert(value)
             if converted is _BAD:
                 raise RowMismatch(_mismatch_text(name, class_name, type_name, value))
