@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -26,9 +27,12 @@ from svc.runtime.connection import (
     CLOSED, HANDLING, LINGERING, RECEIVING, STREAMING, TRANSITIONS, UPGRADED, WAITING, App,
     Connection,
 )
+from svc.runtime.context import request_deadline
+from svc.runtime.eager import Resumer
 from svc.runtime.routing import Router
 from svc.runtime.server import shut_down
 from svc.runtime.serverlog import ServerLog
+from svc.runtime.watchdog import SvcTimeout
 
 # --- the tiny application ---------------------------------------------------------------------
 
@@ -46,6 +50,37 @@ def search(q):
     return {"q": q}
 
 
+#: What the handlers below saw, for the tests of a suspended handler.
+seen: list = []
+
+
+async def fails_later():
+    await asyncio.sleep(0)
+    raise ValueError("failed after an await")
+
+
+def fails_now():
+    raise ValueError("failed at once")
+
+
+async def deadline_later():
+    await asyncio.sleep(0)
+    return {"deadline": request_deadline(), "tasks": len(asyncio.all_tasks())}
+
+
+async def forever():
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        seen.append("cancelled")
+        raise
+
+
+async def watchdog_later():
+    await asyncio.sleep(0)
+    raise SvcTimeout()  # what the watchdog raises in code that kept the loop
+
+
 def echo(body):
     return len(body)
 
@@ -55,6 +90,11 @@ ROUTES = (
     Route("GET", "/slow", slow, (Param("ms", S.QUERY, "i64"),), R.JSON),
     Route("GET", "/search", search, (Param("q", S.QUERY, "str"),), R.JSON),
     Route("POST", "/echo", echo, (Param("body", S.RAW, "bytes"),), R.JSON),
+    Route("GET", "/fails-later", fails_later, (), R.JSON),
+    Route("GET", "/fails-now", fails_now, (), R.JSON),
+    Route("GET", "/deadline-later", deadline_later, (), R.JSON),
+    Route("GET", "/forever", forever, (), R.JSON),
+    Route("GET", "/watchdog-later", watchdog_later, (), R.JSON),
 )
 
 
@@ -375,6 +415,84 @@ def test_a_handler_past_the_processing_limit_is_504_and_cancelled():
         assert second.status == 200  # the connection carries on
         assert task.cancelled() and pair.conn.phase is WAITING
         pair.app.sweeper.stop()
+    run(scenario)
+
+
+def test_a_suspended_handler_runs_without_a_task_with_its_request_deadline():
+    async def scenario():
+        pair = Pair()
+        await pair.send(get("/deadline-later"))
+        assert isinstance(pair.conn.task, Resumer)
+        deadline = pair.conn.deadline
+        await asyncio.sleep(0.01)
+        [resp] = pair.responses()
+        assert resp.status == 200 and request_deadline() is None
+        body = json.loads(resp.body)
+        assert body == {"deadline": deadline, "tasks": 1}  # the scenario's Task only
+        assert pair.conn.task is None and pair.conn.phase is WAITING
+    run(scenario)
+
+
+def test_a_suspended_handler_that_raises_is_a_logged_500():
+    async def scenario():
+        pair = Pair()
+        await pair.send(get("/fails-later") + get("/hello"))
+        await asyncio.sleep(0.01)
+        first, second = pair.responses()
+        assert (first.status, first.body) == (500, b'{"error":"internal error"}')
+        assert second.status == 200
+        log = pair.log()
+        assert "GET /fails-later: internal error" in log and "failed after an await" in log
+        assert "Traceback" in log
+    run(scenario)
+
+
+def test_a_request_started_when_a_suspended_one_ends_has_a_log_of_its_own():
+    async def scenario():
+        pair = Pair()
+        await pair.send(get("/slow?ms=1") + get("/fails-now"))
+        await asyncio.sleep(0.02)
+        first, second = pair.responses()
+        assert (first.status, second.status) == (200, 500)
+        log = pair.log()
+        assert "failed at once" in log
+        assert "StopIteration" not in log  # not raised "during the handling" of the first's end
+    run(scenario)
+
+
+def test_the_watchdog_s_timeout_in_a_resumed_handler_is_a_504():
+    async def scenario():
+        pair = Pair()
+        await pair.send(get("/watchdog-later"))
+        await asyncio.sleep(0.01)
+        [resp] = pair.responses()
+        assert (resp.status, resp.body) == (504, b'{"error":"request timed out"}')
+        assert "GET /watchdog-later: request timed out" in pair.log()
+    run(scenario)
+
+
+def test_a_peer_that_leaves_cancels_its_suspended_handler():
+    async def scenario():
+        seen.clear()
+        pair = Pair()
+        await pair.send(get("/forever"))
+        task = pair.conn.task
+        pair.transport.close()  # connection_lost on the next loop turn
+        await asyncio.sleep(0.01)
+        assert seen == ["cancelled"] and task.cancelled()
+        assert pair.transport.take() == b"" and pair.conn.task is None
+    run(scenario)
+
+
+def test_a_suspended_handler_cut_off_by_shutdown_s_grace_is_cancelled():
+    async def scenario():
+        seen.clear()
+        pair = Pair()
+        pair.app.sweeper.start()
+        await pair.send(get("/forever"))
+        await asyncio.wait_for(shut_down(pair.app, None, grace=0.05), 1.0)
+        await asyncio.sleep(0.01)
+        assert seen == ["cancelled"] and pair.transport.closed
     run(scenario)
 
 

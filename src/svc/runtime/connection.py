@@ -10,7 +10,7 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
 
     WAITING    until the next request's headers are complete    → close silently
     RECEIVING  headers complete, body still arriving            → 504 and close
-    HANDLING   a handler is suspended in its Task               → 504, handler cancelled
+    HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
     STREAMING  /stream is writing (no deadline)
     UPGRADED   a WebSocket session (no deadline)
     LINGERING  our side is done; drain the peer, then close      → close
@@ -20,7 +20,7 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
 the moves it may make (tests/runtime/test_connection.py checks every move it observes).
 
 Handlers start eagerly: most finish without suspending and are answered on the spot, with
-no Task. Only a handler that really awaits is wrapped in a Task.
+no Task. A handler that really awaits is driven on by an `eager.Resumer` (no Task either).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class Connection(asyncio.Protocol):
         self.paused = False  # reading paused: too many queued requests
         self.write_paused = False  # reading paused: the peer does not read its answers
         self.out: list[bytes] | None = None  # answers gathered for one write (pipelining)
-        self.task: asyncio.Task | None = None
+        self.task: eager.Resumer | asyncio.Task | None = None  # a suspended handler, /stream
         self.current: tuple[Request, CompiledRoute] | None = None
         self.ws: EchoSession | None = None
 
@@ -321,13 +321,13 @@ class Connection(asyncio.Protocol):
             _deadline_var.reset(token)
         if finished:
             return self._answer(req, route, outcome)
-        # It awaits something: its Task answers when done, or the sweep at the limit.
+        # It awaits something: its Resumer answers when done, or the sweep at the limit.
         self._enter(HANDLING, deadline)
         self.current = (req, route)
         self.task = outcome
-        outcome.add_done_callback(self._handler_done)
+        outcome.on_done(self._handler_done)
 
-    def _handler_done(self, task: asyncio.Task) -> None:
+    def _handler_done(self, task: eager.Resumer) -> None:
         if task is not self.task:  # timed out or connection gone: nobody waits for it
             if not task.cancelled():
                 task.exception()  # retrieved, so asyncio does not complain about it
