@@ -41,19 +41,22 @@ class SqliteTx(Tx):
     `owner`: the stand-in (eager.py) that was the current task at `db_begin`, when the
     handler had not suspended yet; its Task is watched once the BEGIN is answered (the
     handler has suspended by then, waiting for the first statement).
+    `loop`: the loop of its owner, which alone uses it (a Tx cannot be stored), asked for
+    once: Python 3.11's `get_running_loop` makes a getpid system call each time.
     """
 
-    __slots__ = ("jobs", "unbegun", "owner", "on_owner_done")
+    __slots__ = ("jobs", "unbegun", "owner", "on_owner_done", "loop")
 
     def __init__(self, db, unbegun: bool = False) -> None:
         super().__init__(db)
+        self.loop = asyncio.get_running_loop()
         self.jobs: SimpleQueue = SimpleQueue()
         self.unbegun = unbegun
         self.owner = None
         self.on_owner_done = None
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
-        future = asyncio.get_running_loop().create_future()
+        future = self.loop.create_future()
         if self.state is not OPEN:
             future.set_result(self.finished_error())
         else:
@@ -93,7 +96,7 @@ class SqliteTx(Tx):
         self.state = "committed" if op == COMMIT else "rolled back"
         if self.unbegun:  # no statement ran: nothing to commit or roll back
             return None
-        future = asyncio.get_running_loop().create_future()
+        future = self.loop.create_future()
         self.jobs.put((future, op, "", (), None))
         result = await future
         if result is not None and op == COMMIT:
