@@ -15,7 +15,10 @@ as `wrk -c64` in the benchmark), so database jobs are handed over in batches as 
 
     python bench/instructions.py                 # every case
     python bench/instructions.py users query     # some cases
+    python bench/instructions.py --pairs         # the 0.2 paths and their neighbours, ratios
     python bench/instructions.py --no-valgrind   # µs per request instead (noisy; a sanity check)
+    BENCH_DB=:memory: python bench/instructions.py transaction   # SQLite in memory, as make
+                                                 # bench runs it (no fsync per commit)
 
 (`--drive CASE COUNT` is the measured process itself.)
 """
@@ -62,9 +65,15 @@ CASES: dict[str, tuple[bytes, bytes]] = {
     "query": (_get(b"/query?limit=5&name=x"), b"HTTP/1.1 200"),
     "users": (_get(b"/users/7"), b"HTTP/1.1 200"),
     "headers": (_get(b"/whoami", b"X-User: ada\r\n"), b"HTTP/1.1 200"),
+    "headers_plain": (_get(b"/whoami/plain", b"X-User: ada\r\n"), b"HTTP/1.1 200"),
     "response": (_get(b"/created"), b"HTTP/1.1 201"),
+    "created": (_get(b"/created/one"), b"HTTP/1.1 201"),
+    "created_plain": (_get(b"/created/plain"), b"HTTP/1.1 200"),
     "transaction": (_post(b"/users/7/birthday", b""), b"HTTP/1.1 204"),
+    "tx_plain": (_post(b"/users/7/birthday/plain", b""), b"HTTP/1.1 204"),
 }
+#: `make bench`'s pairs (bench/harness/wrk.py PAIRS): 0.2 case → its 0.1 neighbour.
+PAIRS = {"headers": "headers_plain", "created": "created_plain", "transaction": "tx_plain"}
 WARMUP = 300
 
 
@@ -172,6 +181,8 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
 def run_drive(case: str, count: int, connections: int) -> float:
     import uvloop
 
+    if os.environ.get("BENCH_DB") == ":memory:":  # as `make bench` runs the workload
+        return uvloop.run(drive(case, count, connections, ":memory:"))
     with tempfile.TemporaryDirectory() as folder:
         return uvloop.run(drive(case, count, connections, os.path.join(folder, "bench.db")))
 
@@ -199,23 +210,29 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=200, help="requests of the short run")
     parser.add_argument("--large", type=int, default=1200, help="requests of the long run")
     parser.add_argument("--no-valgrind", action="store_true")
+    parser.add_argument("--pairs", action="store_true", help="the cases of PAIRS, with ratios")
     args = parser.parse_args()
     if args.drive:
         case, count = args.drive
         print(f"{run_drive(case, int(count), args.connections):.2f}")
         return
     load_program()  # compile once, outside valgrind
-    for case in args.cases or CASES:
+    cases = [c for pair in PAIRS.items() for c in pair] if args.pairs else args.cases or list(CASES)
+    measured = {}
+    for case in cases:
         if case not in CASES:
             raise SystemExit(f"unknown case {case!r}; cases: {', '.join(CASES)}")
         if args.no_valgrind:
             best = min(run_drive(case, 20_000, args.connections) for _ in range(3))
-            print(f"{case:12} {best:8.2f} µs/request (wall clock, best of 3 × 20,000)", flush=True)
+            print(f"{case:14} {best:8.2f} µs/request (wall clock, best of 3 × 20,000)", flush=True)
             continue
         small = instructions(case, args.small, args.connections)
         large = instructions(case, args.large, args.connections)
-        per = (large - small) / (args.large - args.small)
-        print(f"{case:12} {per:10,.0f} instructions/request", flush=True)
+        measured[case] = (large - small) / (args.large - args.small)
+        print(f"{case:14} {measured[case]:10,.0f} instructions/request", flush=True)
+    for new, old in PAIRS.items():
+        if new in measured and old in measured:
+            print(f"{new} / {old}: {measured[new] / measured[old]:.2f}×", flush=True)
 
 
 if __name__ == "__main__":
