@@ -15,7 +15,6 @@ server's own 504.
 
 from __future__ import annotations
 
-from asyncio import get_running_loop
 from asyncio.tasks import _current_tasks
 
 from svc.runtime.context import request_deadline_var
@@ -52,13 +51,14 @@ class _Sweep:
 _sweep: _Sweep | None = None
 
 
-def watch():
-    """Watch the current task's statement if a request deadline applies: the task, or None."""
+def watch(loop):
+    """Watch the current task's statement on `loop` (its pool's: Python 3.11's
+    get_running_loop costs a getpid system call) if a request deadline applies: the task,
+    or None."""
     global _sweep
     deadline = request_deadline_var.get()
     if deadline is None:
         return None
-    loop = get_running_loop()
     task = _current_tasks.get(loop)
     if task is None:  # pragma: no cover - a request's code always runs in its task
         return None

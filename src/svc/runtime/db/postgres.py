@@ -74,13 +74,13 @@ class PostgresDb(Db):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.pool is None:
             return _answer(shutting_down())
-        return _statement(self.pool, None, op, sql, args, cls)
+        return _statement(self.pool.loop, self.pool, None, op, sql, args, cls)
 
     async def _begin(self) -> Tx | SvcError:
         if self.pool is None:
             return shutting_down()
         tx = PostgresTx(self)
-        result = await _guarded(tx._start(), "BEGIN")
+        result = await _guarded(tx.loop, tx._start(), "BEGIN")
         if isinstance(result, SvcError):
             tx.state = "never begun"
             return result
@@ -90,11 +90,12 @@ class PostgresDb(Db):
 class PostgresTx(Tx):
     """A transaction: one connection of the pool from `db_begin` to its end."""
 
-    __slots__ = ("conn", "_ending")
+    __slots__ = ("conn", "loop", "_ending")
 
     def __init__(self, db: PostgresDb) -> None:
         super().__init__(db)
         self.conn = None
+        self.loop = db.pool.loop  # the pool's, where its connection lives
         self._ending: asyncio.Task | None = None
 
     async def _start(self) -> None:
@@ -114,13 +115,13 @@ class PostgresTx(Tx):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.state is not OPEN:
             return _answer(self.finished_error())
-        return _statement(None, self.conn, op, sql, args, cls)
+        return _statement(self.loop, None, self.conn, op, sql, args, cls)
 
     async def _end(self, op: str):
         if self.state is not OPEN:
             return self.finished_error()
         self.state = "committed" if op == COMMIT else "rolled back"
-        result = await _guarded(self.conn.execute(op.upper()), op.upper())
+        result = await _guarded(self.loop, self.conn.execute(op.upper()), op.upper())
         if isinstance(result, SvcError):
             if op == COMMIT:
                 self.state = "rolled back because its commit failed"
@@ -158,7 +159,7 @@ async def _answer(value):
     return value
 
 
-async def _statement(pool: Pool | None, conn, op: str, sql: str, args: tuple,
+async def _statement(loop, pool: Pool | None, conn, op: str, sql: str, args: tuple,
                      cls: type | None):
     """One statement, on `conn` (a transaction's) or on a connection borrowed from `pool`
     for it alone (its own transaction): its result, or the error it means, never raised.
@@ -172,7 +173,7 @@ async def _statement(pool: Pool | None, conn, op: str, sql: str, args: tuple,
     if prepared.__class__ is SvcError:
         return prepared
     text, args = prepared
-    task = watch()
+    task = watch(loop)
     borrowed = None
     try:
         if pool is not None:
@@ -204,10 +205,10 @@ async def _statement(pool: Pool | None, conn, op: str, sql: str, args: tuple,
     return _result(op, cls, value)
 
 
-async def _guarded(work, sql: str):
+async def _guarded(loop, work, sql: str):
     """Await `work` (BEGIN, COMMIT, ROLLBACK) as `_statement` awaits its statement: the
     result or the error it means, `busy` just before the processing limit."""
-    task = watch()
+    task = watch(loop)
     try:
         return await work
     except asyncio.CancelledError:
