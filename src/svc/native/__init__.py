@@ -35,6 +35,8 @@ MODULES = (
     "svc.runtime.responses",
     "svc.runtime.headers",
     "svc.runtime.custom_response",
+    "svc.runtime.connection",
+    "svc.runtime.eager",
 )
 
 HERE = Path(__file__).resolve().parent

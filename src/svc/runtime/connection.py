@@ -116,7 +116,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, app: App) -> None:
         self.app = app
         self.loop = app.loop
-        self.transport: asyncio.Transport | None = None
+        self.transport: Any = None  # set by connection_made, before any other call
         self.http = HttpConnection()
         self.pending: deque = deque()  # events waiting for the request in progress
         self.phase = WAITING
@@ -127,11 +127,16 @@ class Connection(asyncio.Protocol):
         self.write_paused = False  # reading paused: the peer does not read its answers
         self.out: list[bytes] | None = None  # answers gathered for one write (pipelining)
         self.task: eager.Resumer | asyncio.Task | None = None  # a suspended handler, /stream
-        self.current: tuple[Request, CompiledRoute] | None = None
-        self.ws: EchoSession | None = None
+        #: Called with (old, new) on every phase change when set: how tests watch the moves
+        #: (the class may be compiled, and a compiled class cannot be subclassed in Python).
+        self.on_phase: Any = None
+        self.current: Any = None  # (Request, CompiledRoute) while a handler runs
+        self.ws: Any = None  # the EchoSession once upgraded
 
     def _enter(self, phase: Phase, deadline: float) -> None:
         """Move to `phase`, whose deadline (a loop time, 0.0 for none) is `deadline`."""
+        if self.on_phase is not None:
+            self.on_phase(self.phase, phase)
         self.phase = phase
         self.deadline = deadline
 
@@ -248,7 +253,7 @@ class Connection(asyncio.Protocol):
 
     def _continue(self, ask: Continue) -> None:
         """`100 Continue` only for a body the route will take; otherwise its final answer now."""
-        found = self.app.router.resolve(ask.method, ask.path)
+        found: Any = self.app.router.resolve(ask.method, ask.path)
         refusal = found if found.__class__ is Refusal else found[0].body_refusal(ask.content_type)
         if refusal is None:
             return self._write(responses.CONTINUE)
@@ -259,7 +264,7 @@ class Connection(asyncio.Protocol):
     def _handle(self, req: Request) -> None:
         """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
         req.started = self.head_at if self.phase is RECEIVING else perf_counter()
-        found = self.app.router.resolve(req.method, req.path)
+        found: Any = self.app.router.resolve(req.method, req.path)
         if found.__class__ is Refusal:
             return self._finish(req, found.status, JSON, found.body, found.extra)
         route, captures = found
@@ -271,8 +276,8 @@ class Connection(asyncio.Protocol):
         if route.params:
             try:
                 args = route.bind(captures, req.query, req.body, req.content_type, self.app.db)
-            except BindError as exc:
-                return self._finish(req, exc.status, JSON, error_body(exc.reason))
+            except BindError as refusal:
+                return self._finish(req, refusal.status, JSON, error_body(refusal.reason))
         else:
             args = ()
         if not route.is_async or route.never_suspends:
@@ -294,8 +299,8 @@ class Connection(asyncio.Protocol):
             return self._upgrade(req)
         try:
             args = route.bind_request(captures, req, self.app.db)
-        except BindError as exc:
-            return self._finish(req, exc.status, JSON, error_body(exc.reason))
+        except BindError as refusal:
+            return self._finish(req, refusal.status, JSON, error_body(refusal.reason))
         if route.is_async and not route.never_suspends:
             return self._start(req, route, args)
         try:  # as in `_handle`

@@ -106,6 +106,7 @@ def render(r: Response, kind: ResultKind, floats: bool, keep_alive: bool,
         if fields else b""
     if r.status in NO_CONTENT:
         return responses.head(r.status, None, None, keep_alive, extra)
+    content_type: bytes | None
     if kind is _JSON_KIND:
         content_type, body = responses.JSON, responses.encode_result(r.body, floats)
     else:
