@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from queue import Empty, SimpleQueue
+from typing import Any, Callable
 
 from svc.runtime.db.base import BEGIN, COMMIT, OPEN, ROLLBACK, Tx
 from svc.runtime.db.errors import statement_failed
@@ -52,8 +53,8 @@ class SqliteTx(Tx):
         self.loop = asyncio.get_running_loop()
         self.jobs: SimpleQueue = SimpleQueue()
         self.unbegun = unbegun
-        self.owner = None
-        self.on_owner_done = None
+        self.owner: Any = None
+        self.on_owner_done: Callable[[Any], None] | None = None
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
         future = self.loop.create_future()
@@ -70,7 +71,8 @@ class SqliteTx(Tx):
     def _send_begin(self) -> None:
         """The BEGIN to the Db's queue; the job put after it waits in `jobs` for the thread."""
         self.unbegun = False
-        self.db._submit(BEGIN, "BEGIN IMMEDIATE", (), self).add_done_callback(self._begun)
+        begun = self.db._submit(BEGIN, "BEGIN IMMEDIATE", (), self)  # type: ignore[arg-type]
+        begun.add_done_callback(self._begun)  # (the Tx rides in `cls`, as in SqliteDb._begin)
 
     def _begun(self, begun: asyncio.Future) -> None:
         """On the loop: the BEGIN's answer. A failed one answers the jobs waiting behind it."""

@@ -28,6 +28,7 @@ _TIMED_OUT = "its request passed the processing limit"
 
 async def db_begin(db: Db) -> Tx | SvcError:
     """Start a transaction; db_exec, db_all and db_one given the Tx run inside it."""
+    tx: Tx | SvcError
     if db.__class__ is SqliteDb and not db._closing:
         tx = SqliteTx(db, unbegun=True)
     else:
@@ -56,7 +57,7 @@ def _watch(tx: Tx) -> None:
     """
     owner = asyncio.current_task()
     on_done = lambda _task: tx._abandon(_ENDED)  # noqa: E731
-    if hasattr(owner, "add_done_callback"):
+    if owner is not None and hasattr(owner, "add_done_callback"):
         owner.add_done_callback(on_done)
     elif isinstance(tx, SqliteTx) and tx.unbegun:
         tx.owner, tx.on_owner_done = owner, on_done
