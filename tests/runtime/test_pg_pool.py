@@ -13,7 +13,8 @@ import pytest
 
 from svc.runtime import eager
 from svc.runtime.context import reset_request_deadline, set_request_deadline
-from svc.runtime.db import close_all, db_begin, db_exec, db_one, db_open, pg_deadline
+from svc.runtime.db import (close_all, db_begin, db_exec, db_one, db_open, db_rollback,
+                            pg_deadline, postgres)
 from svc.runtime.db.pg_pool import Pool, PoolClosed
 from svc.runtime.support import SvcError
 
@@ -282,3 +283,52 @@ def test_a_transaction_left_open_through_db_exec_is_rolled_back(one_connection):
         return n.n
 
     assert asyncio.run(main()) == 0
+
+
+# --- prepared statements kept per connection ------------------------------------------------
+
+class Item(msgspec.Struct):
+    id: int
+    name: str
+    __svc_fields__: ClassVar = (("id", "i64", False), ("name", "str", False))
+
+
+def test_a_kept_statement_whose_table_changed_is_prepared_again(one_connection):
+    """`SELECT *` kept from before an ALTER TABLE: the server refuses it before running it;
+    outside a transaction it is prepared again and run (as asyncpg's own cache does), inside
+    one the transaction is spoiled and the call is a `database` error, as with asyncpg."""
+    async def main():
+        db = await db_open(one_connection)
+        await db_exec(db, "CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT NOT NULL)")
+        await db_exec(db, "INSERT INTO t VALUES (1, 'a')")
+        sql = "SELECT * FROM t WHERE id = ?1"
+        before = await db_one(Item, db, sql, 1)
+        await db_exec(db, "ALTER TABLE t ADD COLUMN extra TEXT")
+        after = await db_one(Item, db, sql, 1)
+        await db_exec(db, "ALTER TABLE t DROP COLUMN extra")
+        tx = await db_begin(db)
+        inside = await db_one(Item, tx, sql, 1)
+        await db_rollback(tx)
+        again = await db_one(Item, db, sql, 1)
+        close_all()
+        return before, after, inside, again
+
+    before, after, inside, again = asyncio.run(main())
+    assert before.name == after.name == again.name == "a"
+    assert isinstance(inside, SvcError) and inside.kind == "database", inside
+
+
+def test_the_statements_kept_per_connection_are_bounded(one_connection, monkeypatch):
+    monkeypatch.setattr(postgres, "PREPARED_LIMIT", 5)
+
+    async def main():
+        db = await db_open(one_connection)
+        sizes = []
+        for n in range(12):
+            found = await db_one(Count, db, f"SELECT {n} AS n")
+            assert found.n == n
+            sizes.extend(len(kept) for kept in db.pool.statements.values())
+        close_all()
+        return max(sizes)
+
+    assert asyncio.run(main()) <= 5

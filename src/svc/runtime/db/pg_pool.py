@@ -38,7 +38,7 @@ class Pool:
     """At most `max_size` asyncpg connections to one URL, made as needed."""
 
     __slots__ = ("url", "max_size", "connect", "idle", "size", "waiters", "closed", "loop",
-                 "_everyone", "_untouched", "_sweep", "_chores")
+                 "statements", "_everyone", "_untouched", "_sweep", "_chores")
 
     def __init__(self, url: str, max_size: int, connect) -> None:
         """`connect()` makes one connection (an awaitable); it raises when it cannot."""
@@ -50,6 +50,7 @@ class Pool:
         self.waiters: deque[asyncio.Future] = deque()
         self.closed = False
         self.loop = asyncio.get_running_loop()
+        self.statements: dict = {}  # connection -> {SQL text: its prepared statement there}
         self._everyone: set = set()  # every open connection, idle or lent (to terminate them)
         self._untouched = 0  # the bottom of `idle` not taken since the last sweep
         self._sweep: asyncio.TimerHandle | None = None
@@ -170,6 +171,7 @@ class Pool:
         task.add_done_callback(self._chores.discard)
 
     def _drop(self, conn) -> None:
+        self.statements.pop(conn, None)
         if conn in self._everyone:
             self._everyone.discard(conn)
             self.size -= 1
@@ -207,6 +209,7 @@ class Pool:
             self._sweep.cancel()
             self._sweep = None
         everyone, self._everyone = self._everyone, set()
+        self.statements = {}
         self.idle = []
         self.size = 0
         for conn in everyone:

@@ -34,8 +34,15 @@ from svc.runtime.support import SvcError
 
 try:
     import asyncpg
+    # A statement prepared before its table changed: refused by the server before it ran
+    # (so asyncpg prepares it again and retries once, outside a transaction), or run with
+    # results whose types asyncpg no longer knows (reported, as asyncpg does).
+    _REFUSED_BEFORE_RUNNING: type | None = asyncpg.InvalidCachedStatementError
+    _CHANGED: tuple = (asyncpg.InvalidCachedStatementError, asyncpg.OutdatedSchemaCacheError)
 except ImportError:  # pragma: no cover - asyncpg is a dependency; a broken install says so
     asyncpg = None
+    _REFUSED_BEFORE_RUNNING = None
+    _CHANGED = ()
 
 #: Seconds a connection attempt may take before the server counts as unreachable.
 CONNECT_TIMEOUT_SECONDS = 2.0
@@ -74,13 +81,13 @@ class PostgresDb(Db):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.pool is None:
             return _answer(shutting_down())
-        return _statement(self.pool.loop, self.pool, None, op, sql, args, cls)
+        return _statement(self.pool, None, op, sql, args, cls)
 
     async def _begin(self) -> Tx | SvcError:
         if self.pool is None:
             return shutting_down()
         tx = PostgresTx(self)
-        result = await _guarded(tx.loop, tx._start(), "BEGIN")
+        result = await _guarded(tx.pool.loop, tx._start(), "BEGIN")
         if isinstance(result, SvcError):
             tx.state = "never begun"
             return result
@@ -90,18 +97,18 @@ class PostgresDb(Db):
 class PostgresTx(Tx):
     """A transaction: one connection of the pool from `db_begin` to its end."""
 
-    __slots__ = ("conn", "loop", "_ending")
+    __slots__ = ("conn", "pool", "_ending")
 
     def __init__(self, db: PostgresDb) -> None:
         super().__init__(db)
         self.conn = None
-        self.loop = db.pool.loop  # the pool's, where its connection lives
+        self.pool: Pool = db.pool  # its connection's (its loop, its prepared statements)
         self._ending: asyncio.Task | None = None
 
     async def _start(self) -> None:
         """Take a connection and BEGIN; one whose BEGIN failed or stopped waiting (its
         request's limit, a cancellation) is closed, never leaks."""
-        pool = self.db.pool
+        pool = self.pool
         conn = pool.take()
         if conn is None:
             conn = await pool.acquire()
@@ -115,13 +122,13 @@ class PostgresTx(Tx):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.state is not OPEN:
             return _answer(self.finished_error())
-        return _statement(self.loop, None, self.conn, op, sql, args, cls)
+        return _statement(self.pool, self.conn, op, sql, args, cls)
 
     async def _end(self, op: str):
         if self.state is not OPEN:
             return self.finished_error()
         self.state = "committed" if op == COMMIT else "rolled back"
-        result = await _guarded(self.loop, self.conn.execute(op.upper()), op.upper())
+        result = await _guarded(self.pool.loop, self.conn.execute(op.upper()), op.upper())
         if isinstance(result, SvcError):
             if op == COMMIT:
                 self.state = "rolled back because its commit failed"
@@ -150,43 +157,53 @@ class PostgresTx(Tx):
         if conn is None:
             return
         if broken:
-            self.db.pool.discard(conn)  # the server rolls back whatever it had
+            self.pool.discard(conn)  # the server rolls back whatever it had
         else:
-            self.db.pool.give_back(conn)
+            self.pool.give_back(conn)
 
 
 async def _answer(value):
     return value
 
 
-async def _statement(loop, pool: Pool | None, conn, op: str, sql: str, args: tuple,
-                     cls: type | None):
-    """One statement, on `conn` (a transaction's) or on a connection borrowed from `pool`
-    for it alone (its own transaction): its result, or the error it means, never raised.
+async def _statement(pool: Pool, conn, op: str, sql: str, args: tuple, cls: type | None):
+    """One statement, on `conn` (a transaction's) or, when it is None, on a connection
+    borrowed from `pool` for it alone (its own transaction): its result, or the error it
+    means, never raised.
 
     In a request it gives up with `busy` just before the processing limit (pg_deadline.py);
     a borrowed connection whose statement was cancelled settles in the background before it
     is lent again (pg_pool.py), so a server that stopped answering cannot hold the caller.
     One coroutine from the builtin to asyncpg: each level of awaiting costs on every step.
+    Queries run as prepared statements kept per connection (`_prepared`).
     """
     prepared = _prepare(op, sql, args)
     if prepared.__class__ is SvcError:
         return prepared
     text, args = prepared
-    task = watch(loop)
+    task = watch(pool.loop)
     borrowed = None
     try:
-        if pool is not None:
+        if conn is None:
             conn = pool.take()
             if conn is None:
                 conn = await pool.acquire()
             borrowed = conn
-        if op is ONE:
-            value = await conn.fetchrow(text, *args)
-        elif op is ALL:
-            value = await conn.fetch(text, *args)
-        else:  # EXEC: one statement (counted), so the simple protocol is safe without args
-            value = await conn.execute(text, *args)
+        if op is EXEC or op is SCRIPT:  # EXEC: one statement (counted); SCRIPT: no args, so
+            value = await conn.execute(text, *args)  # the simple protocol runs several
+        else:
+            known = pool.statements.get(conn)
+            stmt = None if known is None else known.get(text)
+            if stmt is None:
+                stmt = await _prepared(pool, conn, text)
+            try:
+                value = await (stmt.fetchrow(*args) if op is ONE else stmt.fetch(*args))
+            except _CHANGED as changed:  # a table or type changed since it was prepared
+                pool.statements.get(conn, {}).pop(text, None)
+                if type(changed) is not _REFUSED_BEFORE_RUNNING or conn.is_in_transaction():
+                    raise
+                stmt = await _prepared(pool, conn, text)  # once more, as asyncpg would
+                value = await (stmt.fetchrow(*args) if op is ONE else stmt.fetch(*args))
     except asyncio.CancelledError:
         if borrowed is not None:
             pool.give_back_later(borrowed)  # cancelled mid-statement: it settles first
@@ -203,6 +220,26 @@ async def _statement(loop, pool: Pool | None, conn, op: str, sql: str, args: tup
     if borrowed is not None:
         pool.give_back(borrowed)
     return _result(op, cls, value)
+
+
+#: Prepared statements kept per connection; a program that builds its SQL at run time
+#: starts a connection's set over past this many texts.
+PREPARED_LIMIT = 256
+
+
+async def _prepared(pool: Pool, conn, text: str):
+    """A prepared statement for `text` on `conn`, kept for its next uses there.
+
+    asyncpg's `fetchrow(text)` finds its own cached statement too, through four levels of
+    Python calls per query; a statement kept here is used directly (measured in
+    bench/PERF.md). asyncpg prepares on first use either way, so the round trips are the same.
+    """
+    stmt = await conn.prepare(text)
+    known = pool.statements.get(conn)
+    if known is None or len(known) >= PREPARED_LIMIT:
+        known = pool.statements[conn] = {}
+    known[text] = stmt
+    return stmt
 
 
 async def _guarded(loop, work, sql: str):
