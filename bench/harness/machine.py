@@ -7,13 +7,14 @@ from pathlib import Path
 from harness.servers import ROOT, WORK
 
 
-def first_line(command: list[str], cwd: Path = ROOT) -> str:
+def first_line(command: list[str], cwd: Path = ROOT, line: int = 1) -> str:
+    """Line `line` (1 = the first) of what `command` prints."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=30)
     except OSError:
         return "not found"
-    text = (done.stdout or done.stderr).strip()
-    return text.splitlines()[0] if text else "unknown"
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[line - 1] if len(lines) >= line else "unknown"
 
 
 def python_packages(python: Path, names: list[str]) -> str:
@@ -53,7 +54,8 @@ def describe() -> dict:
         "Memory": memory(),
         "OS": f"{platform.system()} {platform.release()}, {first_line(['sh', '-c', '. /etc/os-release; echo $PRETTY_NAME'])}",
         "svc": f"commit {first_line(['git', 'rev-parse', '--short', 'HEAD'])}{dirty()}; Python "
-        + python_packages(ROOT / ".venv/bin/python", ["uvloop", "httptools", "msgspec"]),
+        + python_packages(ROOT / ".venv/bin/python", ["uvloop", "httptools", "msgspec"])
+        + "; " + first_line([str(ROOT / ".venv/bin/svcc"), "--version"], line=2),  # compiled?
         "bare uvloop": "same interpreter and packages as svc",
         "Node": first_line(["node", "--version"]) + ", better-sqlite3 "
         + first_line(["node", "-p", f"require({str(node_sqlite)!r}).version"]),
