@@ -1,9 +1,10 @@
 """Giving up on a PostgreSQL statement just before its request's processing limit.
 
 A server that stops answering (frozen, unreachable without a reset) must not hold a request
-past its limit: HTTP.md's rule is a 503 from the database layer first. The statement runs on
-the handler's own task (a Task, or eager.py's stand-in); when its time comes it is cancelled
-as `asyncio.timeout` would, and the cancellation it caused becomes `busy`.
+past its limit: docs/reference/http.md asks for a 503 from the database layer first. The
+statement runs on the handler's own task (its eager.Resumer, or `main`'s Task); when its time
+comes it is cancelled as `asyncio.timeout` would, and the cancellation it caused becomes
+`busy`.
 
 One sweep per event loop watches every statement in flight (a dict of tasks), instead of a
 timer per statement: a uvloop timer is made, armed and closed for each one otherwise, which

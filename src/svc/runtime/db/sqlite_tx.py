@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from queue import Empty, SimpleQueue
-from typing import Any, Callable
 
 from svc.runtime.db.base import BEGIN, COMMIT, OPEN, ROLLBACK, Tx
 from svc.runtime.db.errors import statement_failed
@@ -39,22 +38,17 @@ class SqliteTx(Tx):
     """A transaction on an SQLite `Db`: its jobs go straight to the waiting database thread.
 
     `unbegun`: made by `db_begin`, its BEGIN not yet sent (it goes with the first job).
-    `owner`: the stand-in (eager.py) that was the current task at `db_begin`, when the
-    handler had not suspended yet; its Task is watched once the BEGIN is answered (the
-    handler has suspended by then, waiting for the first statement).
     `loop`: the loop of its owner, which alone uses it (a Tx cannot be stored), asked for
     once: Python 3.11's `get_running_loop` makes a getpid system call each time.
     """
 
-    __slots__ = ("jobs", "unbegun", "owner", "on_owner_done", "loop")
+    __slots__ = ("jobs", "unbegun", "loop")
 
     def __init__(self, db, unbegun: bool = False) -> None:
         super().__init__(db)
         self.loop = asyncio.get_running_loop()
         self.jobs: SimpleQueue = SimpleQueue()
         self.unbegun = unbegun
-        self.owner: Any = None
-        self.on_owner_done: Callable[[Any], None] | None = None
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
         future = self.loop.create_future()
@@ -78,19 +72,12 @@ class SqliteTx(Tx):
         """On the loop: the BEGIN's answer. A failed one answers the jobs waiting behind it."""
         result = begun.result()
         if result is self:
-            self._watch_owner()
             return
         if self.state is OPEN:
             self.state = "never begun"
         for job in _drain(self):
             if job[0] is not None and not job[0].done():
                 job[0].set_result(result)
-
-    def _watch_owner(self) -> None:
-        task = getattr(self.owner, "task", None)
-        if task is not None and self.on_owner_done is not None:
-            task.add_done_callback(self.on_owner_done)
-        self.owner = None
 
     async def _end(self, op: str):
         if self.state is not OPEN:

@@ -8,8 +8,8 @@ the processing limit also rolls it back directly (a timer), in case the Task out
 
 On SQLite `db_begin` returns at once, without a round trip to the database thread: the BEGIN
 goes with the transaction's first statement (sqlite_tx.py), whose result then carries a
-failure to begin. A handler that has not suspended yet has no Task to watch at that point,
-only eager.py's stand-in; the Tx watches the stand-in's Task once its BEGIN is answered.
+failure to begin. The owner is watched from `db_begin` on, even in a handler's first step:
+its eager.Resumer is the current task from that step on.
 """
 
 from __future__ import annotations
@@ -49,18 +49,11 @@ async def db_rollback(tx: Tx) -> None | SvcError:
 
 
 def _watch(tx: Tx) -> None:
-    """Roll `tx` back if its owner ends, or its request's processing limit passes, first.
-
-    The owner is a real Task once db_begin has awaited the database; an unbegun SQLite Tx
-    may still be in the handler's first step, outside any Task (eager.py's stand-in is the
-    current task then), and watches the stand-in's Task once it exists.
-    """
+    """Roll `tx` back if its owner (the handler's eager.Resumer, or `main`'s Task) ends, or
+    its request's processing limit passes, first."""
     owner = asyncio.current_task()
-    on_done = lambda _task: tx._abandon(_ENDED)  # noqa: E731
-    if owner is not None and hasattr(owner, "add_done_callback"):
-        owner.add_done_callback(on_done)
-    elif isinstance(tx, SqliteTx) and tx.unbegun:
-        tx.owner, tx.on_owner_done = owner, on_done
+    if owner is not None:
+        owner.add_done_callback(lambda _task: tx._abandon(_ENDED))
     deadline = request_deadline()
     if deadline is not None:
         asyncio.get_running_loop().call_at(deadline, tx._abandon, _TIMED_OUT)
