@@ -17,23 +17,10 @@ import sys
 from svc.contract import DB_QUEUE_SIZE
 from svc.runtime import eager
 from svc.runtime.context import reset_request_deadline, set_request_deadline
-from svc.runtime.db import close_all, db_all, db_begin, db_commit, db_exec, db_open, db_rollback
+from svc.runtime.db import db_all, db_begin, db_commit, db_exec, db_open, db_rollback
 from svc.runtime.db import sqlite as sqlite_db
 from svc.runtime.support import SvcError
-
-
-class Row:
-    __svc_fields__ = (("n", "i64", False),)
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-
-def run(coro):
-    try:
-        return asyncio.run(coro)
-    finally:
-        close_all()
+from tests.runtime.test_db_transactions import Row, run  # the one-column row, a fresh loop
 
 
 async def table(tmp_path, name: str):
