@@ -101,7 +101,11 @@ def main() -> None:
     if missing:
         print(f"compiled runtime: not built ({missing}); the runtime stays pure Python")
         return
-    print(f"compiled runtime: building ({current.reason})", flush=True)
+    if (BUILT / MANIFEST).exists():
+        print(f"compiled runtime: rebuilding, the last build is "
+              f"{current.reason.removesuffix(', run make')}", flush=True)
+    else:
+        print(f"compiled runtime: compiling {len(MODULES)} modules with mypyc", flush=True)
     build()
     after = plan()
     if after.reason:
