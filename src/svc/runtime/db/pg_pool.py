@@ -117,13 +117,7 @@ class Pool:
             self._drop(conn)
         elif conn.is_in_transaction():
             self._chore(self._roll_back(conn))
-        else:
-            waiters = self.waiters
-            while waiters:
-                waiter = waiters.popleft()
-                if not waiter.done():
-                    waiter.set_result(conn)
-                    return
+        elif not self._wake_one(conn):
             self.idle.append(conn)
 
     def _pass_on(self, value) -> None:
@@ -179,12 +173,15 @@ class Pool:
         if not conn.is_closed():
             conn.terminate()
 
-    def _wake_one(self, value) -> None:
+    def _wake_one(self, value) -> bool:
+        """Hand `value` (a connection, or None for a free place) to the first caller still
+        waiting; False when nobody waits."""
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done():
                 waiter.set_result(value)
-                return
+                return True
+        return False
 
     # --- idle connections and closing -------------------------------------------------------
 
