@@ -146,8 +146,8 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     """Warm up, then `count` requests of `case`; returns µs per request (wall clock)."""
     from svc.contract import Route
     from svc.runtime import builtin_routes
-    from svc.runtime.connection import App, Connection
-    from svc.runtime.routing import Router
+    from svc.runtime.compiled.connection import App, Connection
+    from svc.runtime.compiled.routing import Router
     from svc.runtime.serverlog import ServerLog
 
     namespace = load_program()

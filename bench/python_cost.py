@@ -29,8 +29,8 @@ import bare_uvloop  # noqa: E402
 import minimal_http  # noqa: E402
 from svc.contract import Param, ParamSource, ResultKind, Route  # noqa: E402
 from svc.runtime import builtin_routes  # noqa: E402
-from svc.runtime.routing import Router  # noqa: E402
-from svc.runtime.connection import App, Connection  # noqa: E402
+from svc.runtime.compiled.routing import Router  # noqa: E402
+from svc.runtime.compiled.connection import App, Connection  # noqa: E402
 from svc.runtime.serverlog import ServerLog  # noqa: E402
 from svc.runtime.support import T_I32, T_I64, Struct  # noqa: E402
 
@@ -69,7 +69,7 @@ def handler_routes() -> list[Route]:
               Route("GET", "/query", query, (Param("limit", ParamSource.QUERY, "i64"),
                                              Param("name", ParamSource.QUERY, "str")))]
     if hasattr(ParamSource, "HEADERS"):  # the runtime has Headers and Response routes
-        from svc.runtime import custom_response, headers
+        from svc.runtime.compiled import custom_response, headers
 
         def whoami(h):
             return headers.header(h, "x-user")

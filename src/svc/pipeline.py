@@ -19,13 +19,15 @@ import os
 import types
 from dataclasses import dataclass
 
-from svc.compiler import checker, codegen, syntax
+from svc.compiler.check import checker
+from svc.compiler.codegen import generator as codegen
+from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.imports import Overlay, load_modules, read_source
+from svc.compiler.front.imports import Overlay, load_modules, read_source
 from svc.compiler.program import CheckedProgram
-from svc.compiler.routes import build_routes
+from svc.compiler.check.routes import build_routes
 from svc.compiler.source import SourceFile
-from svc.compiler.types import Type
+from svc.compiler.svctypes import Type
 from svc.project import Project, config_path, load_project
 
 #: (the .svc file's path, its code object), one per file, in load order (entry last).

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from svc.compiler import syntax
-from svc.compiler.checker import check
-from svc.compiler.parser import parse
+from svc.compiler.front import syntax
+from svc.compiler.check.checker import check
+from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile, Span
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, ERROR, F64, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, format_type,
 )
 from svc.contract import ParamSource, ResultKind

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.diagnostics import render
-from svc.compiler.lexer import tokenize
-from svc.compiler.parser import parse
+from svc.compiler.front.lexer import tokenize
+from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile
 from svc.pipeline import check_modules
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from svc.compiler.diagnostics import render
-from svc.compiler.lexer import tokenize
+from svc.compiler.front.lexer import tokenize
 from svc.compiler.source import SourceFile
 from svc.pipeline import Failed, Target, check
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from svc.compiler.lexer import tokenize
+from svc.compiler.front.lexer import tokenize
 from svc.compiler.source import SourceFile
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from svc.compiler import syntax as ast
-from svc.compiler.parser import parse
+from svc.compiler.front import syntax as ast
+from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.diagnostics import render_all
-from svc.compiler.imports import load_modules, read_source
+from svc.compiler.front.imports import load_modules, read_source
 from svc.pipeline import Checked, Compiled, Failed, Target, check, compile
 
 MAIN = "def main():\n    pass\n"

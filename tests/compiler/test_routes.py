@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.program import FunctionInfo, RouteInfo
-from svc.compiler.routes import bind_params, build_routes, check_conflicts, holds_f64, result_kind
+from svc.compiler.check.routes import bind_params, build_routes, check_conflicts, holds_f64, result_kind
 from svc.compiler.source import Span
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, View,
 )
 from svc.contract import Param, PathError, ResultKind, parse_path

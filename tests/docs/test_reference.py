@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from svc.compiler.builtins import BUILTINS, RANGE
+from svc.compiler.builtin_table import BUILTINS, RANGE
 from tests.docs.doc_samples import REPO, check, run, samples, serve_and_ask
 
 PAGES = sorted((REPO / "docs" / "reference").glob("*.md"))

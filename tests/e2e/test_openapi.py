@@ -166,7 +166,7 @@ def test_parameters_bodies_optional_values_and_error_kinds(tmp_path: Path) -> No
 
 
 def _builtins() -> set[str]:
-    from svc.compiler.builtins import BUILTINS
+    from svc.compiler.builtin_table import BUILTINS
 
     return set(BUILTINS)
 

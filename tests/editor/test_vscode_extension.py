@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from svc.compiler.builtins import BUILTINS, RANGE, TYPE_NAMES
-from svc.compiler.lexer import ALIASES, KEYWORDS
+from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
+from svc.compiler.front.lexer import ALIASES, KEYWORDS
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
@@ -95,7 +95,7 @@ def test_every_lexer_keyword_is_highlighted_as_a_keyword_or_constant():
     patterns = _matches(repository["keywords"]) + _matches(repository["constants"])
     words = sorted(KEYWORDS | set(ALIASES))
     missing = [w for w in words if not any(re.fullmatch(p, w) for p in patterns)]
-    assert not missing, (f"keywords of svc.compiler.lexer missing from the 'keywords' or "
+    assert not missing, (f"keywords of svc.compiler.front.lexer missing from the 'keywords' or "
                          f"'constants' rules of {GRAMMAR.relative_to(REPO)}: {missing}")
 
 
@@ -107,7 +107,7 @@ def test_every_builtin_function_and_type_name_is_in_the_grammar():
     missing = [f for f in sorted(set(BUILTINS) | {RANGE})
                if not ((m := re.match(call, f + "(")) and m.group() == f)]
     missing += [t for t in sorted(TYPE_NAMES) if not re.fullmatch(types, t)]
-    assert not missing, (f"names of svc.compiler.builtins missing from the 'builtin-call' or "
+    assert not missing, (f"names of svc.compiler.builtin_table missing from the 'builtin-call' or "
                          f"'types' rules of {GRAMMAR.relative_to(REPO)}: {missing}")
 
 

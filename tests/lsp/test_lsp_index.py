@@ -8,7 +8,7 @@ from pathlib import Path
 
 from svc import pipeline
 from svc.compiler.builtin_docs import DOCS
-from svc.compiler.builtins import BUILTINS
+from svc.compiler.builtin_table import BUILTINS
 from svc.tools import lsp_index
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "builtins.md"

@@ -12,8 +12,8 @@ import gc
 import pytest
 
 from svc.contract import BODY_LIMIT
-from svc.runtime import custom_response
-from svc.runtime.protocol import HttpConnection, Reject, Request
+from svc.runtime.compiled import custom_response
+from svc.runtime.compiled.protocol import HttpConnection, Reject, Request
 from svc.runtime.server import GEN0_THRESHOLD, settle_collector
 from svc.runtime.support import SvcFault
 

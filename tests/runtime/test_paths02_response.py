@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from svc.contract import ResultKind
-from svc.runtime.custom_response import add_header, render, respond, set_header
+from svc.runtime.compiled.custom_response import add_header, render, respond, set_header
 from svc.runtime.support import Html, SvcFault
 
 

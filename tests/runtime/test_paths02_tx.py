@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 from svc.contract import DB_QUEUE_SIZE
-from svc.runtime import eager
+from svc.runtime.compiled import eager
 from svc.runtime.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import db_all, db_begin, db_commit, db_exec, db_open, db_rollback
 from svc.runtime.db import sqlite as sqlite_db

@@ -11,7 +11,7 @@ from typing import ClassVar
 import msgspec
 import pytest
 
-from svc.runtime import eager
+from svc.runtime.compiled import eager
 from svc.runtime.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import (close_all, db_begin, db_exec, db_one, db_open, db_rollback,
                             pg_deadline, postgres)

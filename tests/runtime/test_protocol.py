@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.helpers.http_testkit import request
 from svc.contract import HEAD_LIMIT
-from svc.runtime.protocol import Continue, HttpConnection, Reject, Request
+from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Request
 
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
 

@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from svc.contract import Param, ParamSource
-from svc.runtime import binding
+from svc.runtime.compiled import binding
 
 
 def test_media_type_answers_are_remembered_but_bounded():

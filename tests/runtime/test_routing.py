@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from svc.contract import Param, ParamSource, PathError, ResultKind, Route
-from svc.runtime.routing import BindError, Refusal, Router, is_json_media_type, parse_query
+from svc.runtime.compiled.routing import BindError, Refusal, Router, is_json_media_type, parse_query
 
 PATH, QUERY = ParamSource.PATH, ParamSource.QUERY
 

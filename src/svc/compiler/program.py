@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.source import Span
-from svc.compiler.types import Type
+from svc.compiler.svctypes import Type
 from svc.contract import Route
 
 

@@ -29,14 +29,14 @@ from pathlib import Path
 
 #: The modules that are compiled: the request path, from the parser to the rendered answer.
 MODULES = (
-    "svc.runtime.protocol",
-    "svc.runtime.routing",
-    "svc.runtime.binding",
-    "svc.runtime.responses",
-    "svc.runtime.headers",
-    "svc.runtime.custom_response",
-    "svc.runtime.connection",
-    "svc.runtime.eager",
+    "svc.runtime.compiled.protocol",
+    "svc.runtime.compiled.routing",
+    "svc.runtime.compiled.binding",
+    "svc.runtime.compiled.responses",
+    "svc.runtime.compiled.headers",
+    "svc.runtime.compiled.custom_response",
+    "svc.runtime.compiled.connection",
+    "svc.runtime.compiled.eager",
 )
 
 HERE = Path(__file__).resolve().parent

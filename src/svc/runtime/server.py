@@ -19,8 +19,8 @@ from typing import Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Route
 from svc.runtime import builtin_routes, workers
-from svc.runtime.connection import App, Connection
-from svc.runtime.routing import Router
+from svc.runtime.compiled.connection import App, Connection
+from svc.runtime.compiled.routing import Router
 from svc.runtime.serverlog import ServerLog
 from svc.runtime.signals import install_stop_handlers
 from svc.runtime.support import SvcError

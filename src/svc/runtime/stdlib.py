@@ -1,6 +1,6 @@
 """The standard library of svc 0.2: text, lists, numbers, time, randomness and hashing.
 
-Generated code calls these as `_svc_stdlib.<name>` (see compiler/codegen_stdlib.py, which maps
+Generated code calls these as `_svc_stdlib.<name>` (see compiler/codegen/stdlib_calls.py, which maps
 each builtin to its function here). The checker has already made sure of every argument's
 type, so nothing here checks types; what is checked is what only the run time can know.
 Failures follow the language's two ways: a builtin whose svc result is a `Result` returns an

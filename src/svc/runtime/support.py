@@ -339,7 +339,7 @@ def copy(value):
     if hasattr(cls, "__struct_fields__"):
         return cls(**{name: copy(getattr(value, name)) for name in cls.__struct_fields__})
     own = getattr(cls, "__svc_copy__", None)
-    if own is not None:  # a Response (runtime/custom_response.py): its fields can change
+    if own is not None:  # a Response (runtime/compiled/custom_response.py): its fields can change
         return own(value)
     return value
 

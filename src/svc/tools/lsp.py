@@ -22,7 +22,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from svc import __version__
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.parser import parse
+from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile, Span
 from svc.tools import lsp_index
 from svc.tools.lsp_analysis import Analysis, analyse_file

@@ -13,12 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.builtin_docs import DOCS
-from svc.compiler.builtins import BUILTINS, RANGE, TYPE_NAMES
+from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.program import CheckedProgram, FunctionInfo
 from svc.compiler.source import Span
-from svc.compiler.types import UNKNOWN, ClassRef, Opt, Type, format_type
+from svc.compiler.svctypes import UNKNOWN, ClassRef, Opt, Type, format_type
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
             "in", "return", "break", "continue", "pass", "match", "case", "try", "import",

@@ -17,13 +17,13 @@ import os
 import sys
 from typing import Any
 
-from svc.compiler.check_http import int_literal
-from svc.compiler.error_kinds import error_kinds, reachable_calls
+from svc.compiler.check.http_types import int_literal
+from svc.compiler.check.error_kinds import error_kinds, reachable_calls
 from svc.compiler.program import CheckedProgram, RouteInfo
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
 )
-from svc.compiler.types import ResponseOf
+from svc.compiler.svctypes import ResponseOf
 from svc.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
 
 OPENAPI_VERSION = "3.1.0"

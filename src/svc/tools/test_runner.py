@@ -31,12 +31,12 @@ import types
 from dataclasses import dataclass
 from typing import TextIO
 
-from svc.compiler import syntax
-from svc.compiler.codegen import global_name
+from svc.compiler.front import syntax
+from svc.compiler.codegen.generator import global_name
 from svc.compiler.diagnostics import Diagnostic, escape_controls
-from svc.compiler.imports import TEST_SUFFIX
+from svc.compiler.front.imports import TEST_SUFFIX
 from svc.compiler.program import CheckedProgram
-from svc.compiler.types import UNIT, UNKNOWN, ResultOf, format_type
+from svc.compiler.svctypes import UNIT, UNKNOWN, ResultOf, format_type
 from svc.runtime.support import SvcFault
 
 DEFAULT_TIMEOUT = 10.0

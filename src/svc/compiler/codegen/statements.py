@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import ast
 
-from svc.compiler import syntax as S
-from svc.compiler.codegen_ast import CodegenError, field_name
-from svc.compiler.codegen_ast import call as _call
-from svc.compiler.codegen_ast import located as _located
-from svc.compiler.codegen_ast import name as _name
-from svc.compiler.codegen_ast import store as _store
+from svc.compiler.front import syntax as S
+from svc.compiler.codegen.pyast import CodegenError, field_name
+from svc.compiler.codegen.pyast import call as _call
+from svc.compiler.codegen.pyast import located as _located
+from svc.compiler.codegen.pyast import name as _name
+from svc.compiler.codegen.pyast import store as _store
 
 
 class StatementGen:

@@ -8,12 +8,12 @@ annotations the code generator relies on (see syntax.py, "checker:").
 
 from __future__ import annotations
 
-from svc.compiler import builtins as B
-from svc.compiler import syntax
-from svc.compiler.check_calls import CallChecker
-from svc.compiler.check_expressions import fmt
+from svc.compiler import builtin_table as B
+from svc.compiler.front import syntax
+from svc.compiler.check.calls import CallChecker
+from svc.compiler.check.expressions import fmt
 from svc.compiler.source import Span
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, ERROR, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ListOf, Opt, ResultOf, Type,
 )
 

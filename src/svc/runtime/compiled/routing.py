@@ -16,11 +16,11 @@ from typing import Any
 import msgspec
 
 from svc.contract import RESPONSE_KINDS, ParamSource, ResultKind, Route, parse_path
-from svc.runtime import eager, responses
-from svc.runtime.binding import (  # noqa: F401 - BindError, parse_query: routing's API
+from svc.runtime.compiled import eager, responses
+from svc.runtime.compiled.binding import (  # noqa: F401 - BindError, parse_query: routing's API
     UNSUPPORTED_MEDIA, BindError, is_json_media_type, make_binder, parse_query,
 )
-from svc.runtime.headers import Headers
+from svc.runtime.compiled.headers import Headers
 
 _BODY, _HEADERS = ParamSource.BODY, ParamSource.HEADERS
 

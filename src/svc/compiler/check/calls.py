@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import os
 
-from svc.compiler import builtins as B
-from svc.compiler import check_http, syntax
-from svc.compiler.check_expressions import VIEW_BYTES, ExpressionChecker, field_name_span, fmt
+from svc.compiler import builtin_table as B
+from svc.compiler.check import http_types as check_http
+from svc.compiler.front import syntax
+from svc.compiler.check.expressions import VIEW_BYTES, ExpressionChecker, field_name_span, fmt
 from svc.compiler.source import Span
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
     Type, is_json_type,
     is_scalar_or_optional,
 )
-from svc.compiler.types import ResponseOf
+from svc.compiler.svctypes import ResponseOf
 
 
 class CallChecker(ExpressionChecker):

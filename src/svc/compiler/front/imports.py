@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.parser import parse
+from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile, Span
 
 

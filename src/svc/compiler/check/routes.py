@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import FunctionInfo, RouteInfo
 from svc.compiler.source import Span
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResponseOf,
     ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
 )

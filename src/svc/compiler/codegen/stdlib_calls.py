@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import ast
 
-from svc.compiler import syntax as S
-from svc.compiler import types as T
+from svc.compiler.front import syntax as S
+from svc.compiler import svctypes as T
 
 #: Builtin → function of svc.runtime.stdlib (names Python's builtins would shadow get a `_`).
 STDLIB_CALLS = {
@@ -28,9 +28,10 @@ _ABS = {T.I64: "abs64", T.I32: "abs32", T.F64: "absf"}
 
 #: Builtin → (module of svc.runtime, function) for the HTTP builtins.
 HTTP_CALLS = {
-    "header": ("headers", "header"), "cookie": ("headers", "cookie"),
-    "respond": ("custom_response", "respond"), "set_header": ("custom_response", "set_header"),
-    "add_header": ("custom_response", "add_header"),
+    "header": ("compiled.headers", "header"), "cookie": ("compiled.headers", "cookie"),
+    "respond": ("compiled.custom_response", "respond"),
+    "set_header": ("compiled.custom_response", "set_header"),
+    "add_header": ("compiled.custom_response", "add_header"),
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from svc.compiler import types as T
+from svc.compiler import svctypes as T
 from svc.compiler.program import RouteInfo
 from svc.contract import Param, ParamSource
 

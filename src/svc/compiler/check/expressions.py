@@ -14,19 +14,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from svc.compiler import builtins as B
-from svc.compiler import syntax
-from svc.compiler.check_http import list_problem
+from svc.compiler import builtin_table as B
+from svc.compiler.front import syntax
+from svc.compiler.check.http_types import list_problem
 from svc.compiler.program import ClassInfo, FunctionInfo
 from svc.compiler.source import Span
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
     Type, View, contains_tx, contains_view, format_type, is_json_type,
 )
 from svc.contract import I32_MAX, I32_MIN
 
 if TYPE_CHECKING:
-    from svc.compiler.checker import Checker
+    from svc.compiler.check.checker import Checker
 
 ARITHMETIC = ("+", "-", "*", "/", "%")
 EQUALITY = ("==", "!=")

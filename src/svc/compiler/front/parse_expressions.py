@@ -8,9 +8,9 @@ of this recursive parser or of the passes after it.
 
 from __future__ import annotations
 
-from svc.compiler import syntax as ast
-from svc.compiler.lexer import Token
-from svc.compiler.parse_cursor import ParseError, TokenCursor
+from svc.compiler.front import syntax as ast
+from svc.compiler.front.lexer import Token
+from svc.compiler.front.parse_cursor import ParseError, TokenCursor
 from svc.contract import I64_MAX
 
 COMPARISONS = frozenset(("==", "!=", "<", ">", "<=", ">="))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.lex_fstring import scan_fstring
+from svc.compiler.front.lex_fstring import scan_fstring
 from svc.compiler.source import SourceFile, Span
 
 KEYWORDS = frozenset(

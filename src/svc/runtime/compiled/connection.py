@@ -33,12 +33,13 @@ from time import perf_counter
 from typing import Any
 
 from svc.contract import PROCESSING_LIMIT, ResultKind
-from svc.runtime import builtin_routes, custom_response, eager, responses
+from svc.runtime import builtin_routes
+from svc.runtime.compiled import custom_response, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
 from svc.runtime.deadlines import Sweeper
-from svc.runtime.protocol import Continue, HttpConnection, Reject, Request
-from svc.runtime.responses import JSON, TEXT, encode_result, error_body, render
-from svc.runtime.routing import BindError, CompiledRoute, Refusal, Router
+from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Request
+from svc.runtime.compiled.responses import JSON, TEXT, encode_result, error_body, render
+from svc.runtime.compiled.routing import BindError, CompiledRoute, Refusal, Router
 from svc.runtime.serverlog import ServerLog
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import SvcTimeout

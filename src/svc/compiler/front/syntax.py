@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from svc.compiler.source import Span
-from svc.compiler.types import Type
+from svc.compiler.svctypes import Type
 
 
 @dataclass(eq=False)

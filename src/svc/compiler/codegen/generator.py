@@ -24,16 +24,16 @@ import ast
 import copy
 import keyword
 
-from svc.compiler import route_table
-from svc.compiler.codegen_ast import PREFIX, CodegenError, field_name
-from svc.compiler.codegen_ast import call as _call
-from svc.compiler.codegen_ast import located as _located
-from svc.compiler.codegen_ast import name as _name
-from svc.compiler.codegen_ast import store as _store
-from svc.compiler.codegen_statements import StatementGen
-from svc.compiler.codegen_stdlib import fstring, runtime_call
-from svc.compiler import syntax as S
-from svc.compiler import types as T
+from svc.compiler.codegen import route_table
+from svc.compiler.codegen.pyast import PREFIX, CodegenError, field_name
+from svc.compiler.codegen.pyast import call as _call
+from svc.compiler.codegen.pyast import located as _located
+from svc.compiler.codegen.pyast import name as _name
+from svc.compiler.codegen.pyast import store as _store
+from svc.compiler.codegen.statements import StatementGen
+from svc.compiler.codegen.stdlib_calls import fstring, runtime_call
+from svc.compiler.front import syntax as S
+from svc.compiler import svctypes as T
 from svc.compiler.program import CheckedProgram
 from svc.contract import INT_RANGES
 
@@ -161,8 +161,9 @@ class _ModuleGen(StatementGen):
             names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.contract)]
             out.append(ast.ImportFrom(module="svc.contract", names=names, level=0))
         for mod in sorted(self.runtime_modules):
-            out.append(ast.ImportFrom(module="svc.runtime", names=[
-                ast.alias(name=mod, asname=PREFIX + mod)], level=0))
+            package, _, leaf = f"svc.runtime.{mod}".rpartition(".")
+            out.append(ast.ImportFrom(module=package, names=[
+                ast.alias(name=leaf, asname=PREFIX + leaf)], level=0))
         return out
 
     def rt(self, name: str) -> ast.Name:
@@ -176,9 +177,11 @@ class _ModuleGen(StatementGen):
         return _name(PREFIX + name)
 
     def runtime(self, module: str, attr: str) -> ast.Attribute:
-        """`svc.runtime.<module>.<attr>`, imported only by modules that use it."""
+        """`svc.runtime.<module>.<attr>` (module may be dotted: `compiled.headers`), imported
+        only by modules that use it, as `_svc_<last part of module>`."""
         self.runtime_modules.add(module)
-        return ast.Attribute(value=_name(PREFIX + module), attr=attr, ctx=ast.Load())
+        leaf = module.rpartition(".")[2]
+        return ast.Attribute(value=_name(PREFIX + leaf), attr=attr, ctx=ast.Load())
 
     def temp(self) -> str:
         self.temps += 1

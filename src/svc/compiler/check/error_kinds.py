@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterator
 
-from svc.compiler import syntax
+from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram, FunctionInfo
 
 #: The database builtins: errors of kind database (500), busy (503), timeout (504); a

@@ -11,7 +11,7 @@ recurse and must all stop at the same limits.
 from __future__ import annotations
 
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.lexer import Token
+from svc.compiler.front.lexer import Token
 from svc.compiler.source import Span
 
 MAX_DEPTH = 200

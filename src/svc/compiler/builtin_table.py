@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from svc.compiler.types import HEADERS, Opt  # the HTTP builtins' types
-from svc.compiler.types import (
+from svc.compiler.svctypes import HEADERS, Opt  # the HTTP builtins' types
+from svc.compiler.svctypes import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, TX, UNIT, ListOf, ResultOf, Type,
 )
 
@@ -127,7 +127,7 @@ BUILTINS: dict[str, Builtin] = dict(
         _b("sha256_hex", (TEXT,), STR),
         _b("hmac_sha256_hex", (TEXT, TEXT), STR),
         _b("constant_time_eq", (STR, STR), BOOL),
-        # HTTP: request headers, responses (runtime/headers.py, runtime/custom_response.py)
+        # HTTP: request headers, responses (runtime/compiled/headers.py, runtime/compiled/custom_response.py)
         _b("header", (HEADERS, STR), Opt(STR)),
         _b("cookie", (HEADERS, STR), Opt(STR)),
         _b("respond", (I64, RESPONSE_BODY), RESPONSE_OF_BODY),
@@ -169,7 +169,7 @@ RANGE = "range"
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
                         "Error", "List", "Result", "view", "Headers", "Response"})
-#: The HTTP types, resolved by compiler/check_http.py.
+#: The HTTP types, resolved by compiler/check/http_types.py.
 HTTP_TYPE_NAMES = frozenset({"Headers", "Response"})
 RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 

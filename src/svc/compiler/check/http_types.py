@@ -13,9 +13,9 @@ module imports neither.
 
 from __future__ import annotations
 
-from svc.compiler import syntax
-from svc.compiler.builtins import HTTP_TYPE_NAMES
-from svc.compiler.types import (
+from svc.compiler.front import syntax
+from svc.compiler.builtin_table import HTTP_TYPE_NAMES
+from svc.compiler.svctypes import (
     HEADERS, HTML, UNKNOWN, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
     format_type, is_json_type,
 )

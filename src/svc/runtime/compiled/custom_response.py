@@ -10,7 +10,7 @@ kind is one of `contract.RESPONSE_KINDS` get here: other routes never look at th
 from __future__ import annotations
 
 from svc.contract import STATUS_MAX, STATUS_MIN, ResultKind, header_problem, status_problem
-from svc.runtime import responses
+from svc.runtime.compiled import responses
 from svc.runtime.support import Html, SvcFault, copy
 
 #: Statuses that never carry content (RFC 9110 §15.3.5, §15.4.5): the body is dropped and no

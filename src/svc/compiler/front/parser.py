@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from svc.compiler import syntax as ast
+from svc.compiler.front import syntax as ast
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.lexer import KEYWORDS, Token, tokenize
-from svc.compiler.parse_cursor import ParseError
-from svc.compiler.parse_expressions import EXPR_START, ExpressionParser
+from svc.compiler.front.lexer import KEYWORDS, Token, tokenize
+from svc.compiler.front.parse_cursor import ParseError
+from svc.compiler.front.parse_expressions import EXPR_START, ExpressionParser
 from svc.compiler.source import SourceFile, Span
 from svc.contract import RECURSION_LIMIT
 

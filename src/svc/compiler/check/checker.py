@@ -14,14 +14,15 @@ import difflib
 import sys
 from dataclasses import dataclass
 
-from svc.compiler import check_http, syntax
-from svc.compiler.body import BodyChecker
-from svc.compiler.builtins import RESERVED_NAMES
+from svc.compiler.check import http_types as check_http
+from svc.compiler.front import syntax
+from svc.compiler.check.body import BodyChecker
+from svc.compiler.builtin_table import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import CheckedProgram, ClassInfo, FunctionInfo
 from svc.compiler.source import Span
 from svc.contract import RECURSION_LIMIT
-from svc.compiler.types import (
+from svc.compiler.svctypes import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, TX, UNIT, UNKNOWN, ClassRef, ListOf,
     Opt, ResultOf, Type, View, contains_tx, contains_view, format_type,
 )
