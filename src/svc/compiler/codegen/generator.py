@@ -24,20 +24,18 @@ import ast
 import copy
 import keyword
 
-from svc.compiler.codegen import route_table
-from svc.compiler.codegen.pyast import PREFIX, CodegenError, field_name
+from svc.compiler.codegen import builtin_calls, route_table
+from svc.compiler.codegen.pyast import PREFIX, ROUTES, CodegenError, field_name
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import located as _located
 from svc.compiler.codegen.pyast import name as _name
 from svc.compiler.codegen.pyast import store as _store
 from svc.compiler.codegen.statements import StatementGen
-from svc.compiler.codegen.stdlib_calls import fstring, runtime_call
+from svc.compiler.codegen.stdlib_calls import fstring
 from svc.compiler.front import syntax as S
 from svc.compiler import svctypes as T
 from svc.compiler.program import CheckedProgram
 from svc.contract import INT_RANGES
-
-ROUTES = PREFIX + "ROUTES"
 
 #: svc scalar type → how it is named in generated annotations (support aliases).
 _TYPE_NAMES = {
@@ -49,22 +47,6 @@ _INT_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _FLOAT_OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult}
 _INT_RANGES = {T.I64: INT_RANGES["i64"], T.I32: INT_RANGES["i32"]}
 _COMPARE = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.LtE, ">=": ast.GtE}
-
-#: Builtins that map one-to-one onto a support function of another name.
-_SUPPORT_CALLS = {
-    "print": "print_", "len": "len_", "range": "range_", "copy": "copy", "parse_i64": "parse_i64",
-    "env": "env", "sleep": "sleep", "json_encode": "json_encode", "error": "error",
-    "not_found": "not_found", "internal_error": "internal_error", "conflict": "conflict",
-    "unauthorized": "unauthorized", "forbidden": "forbidden", "html": "html",
-    "str": "to_str", "i32": "to_i32",
-}
-_DB_CALLS = {"db_open", "db_exec", "db_begin", "db_commit", "db_rollback", "db_dialect",
-             "db_migrate"}
-_DB_TYPED_CALLS = {"db_all", "db_one"}
-_CONCURRENCY_CALLS = {
-    "task_demo", "scope_demo", "actor_demo", "actor_pair_demo", "supervisor_demo", "queue_demo",
-}
-
 
 def generate(program: CheckedProgram) -> list[tuple[str, ast.Module]]:
     """One Python module per `.svc` file, in load order; the entry module comes last and
@@ -356,10 +338,7 @@ class _ModuleGen(StatementGen):
                          orelse=_call(self.rt("overflow" + _bits(t)), []))
 
     def expr_Await(self, e: S.Await) -> ast.expr:
-        inner = e.value
-        if isinstance(inner, S.Call) and inner.call_kind == "builtin" and inner.target == "serve":
-            return self.expr(inner)  # serve() awaits already
-        return ast.Await(value=self.expr(inner))
+        return ast.Await(value=self.expr(e.value))
 
     def expr_Try(self, e: S.Try) -> ast.expr:
         self.uses_try = True
@@ -380,43 +359,7 @@ class _ModuleGen(StatementGen):
     # --- builtins -------------------------------------------------------------------------
 
     def builtin(self, e: S.Call) -> ast.expr:
-        name = e.target or (e.func.id if isinstance(e.func, S.Name) else "")
-        args = [self.expr(a) for a in e.args]
-        arg_type = e.args[0].type if e.args else None
-        if name in ("ok", "fail"):
-            return args[0] if args else ast.Constant(None)
-        if name in ("i64", "f64") and arg_type == (T.I64 if name == "i64" else T.F64):
-            return args[0]
-        if name == "i64":
-            return _call(self.rt("to_i64"), args) if arg_type == T.F64 else args[0]
-        if name == "f64":
-            return _call(self.rt("to_f64"), args)
-        if name in ("error_kind", "error_message"):
-            return ast.Attribute(value=args[0], attr=name[6:], ctx=ast.Load())
-        if name == "append":
-            method = ast.Attribute(value=args[0], attr="append", ctx=ast.Load())
-            return _call(method, args[1:])
-        if name == "include_text":
-            return ast.Constant(e.embedded_text if e.embedded_text is not None else "")
-        if name == "json_decode":
-            return _call(self.rt("json_decode"), [self.type_value(e.type_arg_types[0])] + args)
-        if name == "serve":
-            return ast.Await(value=_call(self.runtime("server", "serve"), args + [_name(ROUTES)]))
-        if name in _DB_CALLS:
-            return _call(self.runtime("db", name), args)
-        if name in _DB_TYPED_CALLS:
-            return _call(self.runtime("db", name), [self.type_value(e.type_arg_types[0])] + args)
-        if name in _CONCURRENCY_CALLS:
-            return _call(self.runtime("concurrency", name), args)
-        if name in ("assert_true", "assert_eq"):  # a failure names the assertion's own line
-            where = ast.Constant(f"{e.span.file}:{e.span.line}")
-            return _call(self.runtime("assertions", name), args + [where])
-        if name in _SUPPORT_CALLS:
-            return _call(self.rt(_SUPPORT_CALLS[name]), args)
-        target = runtime_call(name, arg_type)  # the standard library, headers and responses
-        if target is not None:
-            return _call(self.runtime(*target), args)
-        raise CodegenError(f"unknown builtin {name!r}")
+        return builtin_calls.lower(self, e)
 
     def type_value(self, t: T.Type) -> ast.expr:
         """`t` as a run-time value (the class for a class; a msgspec type otherwise)."""

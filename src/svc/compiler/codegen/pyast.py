@@ -8,6 +8,9 @@ import ast
 
 PREFIX = "_svc_"
 
+#: The entry module's route list, which `serve` receives.
+ROUTES = PREFIX + "ROUTES"
+
 
 class CodegenError(Exception):
     """The checked program broke an annotation contract: a compiler bug, not a user error."""
