@@ -90,7 +90,7 @@ class BodyChecker(CallChecker):
     s_Continue = s_Break
 
     def s_Let(self, s: syntax.Let) -> None:
-        t = self.checker.resolve_type(s.annotation, self.file)
+        t = self.ctx.resolve_type(s.annotation, self.file)
         s.declared_type = t
         self.expect(s.value, t, f"variable '{s.name}': ")
         self.declare(s.name, t, s.name_span)
@@ -173,7 +173,7 @@ class BodyChecker(CallChecker):
         if (isinstance(it, syntax.Call) and isinstance(it.func, syntax.Name)
                 and it.func.id == B.RANGE and self.lookup(B.RANGE) is None):
             s.iter_kind = "range"
-            elem = self.range_call(it)
+            elem = self.range_call(it, it.func)
         else:
             s.iter_kind = "list"
             t = self.expr(it)
@@ -188,8 +188,9 @@ class BodyChecker(CallChecker):
         self.block(s.body, ((s.var, elem, s.var_span),))
         self.loops -= 1
 
-    def range_call(self, call: syntax.Call) -> Type:
-        call.func.ref, call.call_kind, call.target = "builtin", "builtin", B.RANGE
+    def range_call(self, call: syntax.Call, func: syntax.Name) -> Type:
+        """`range(..)` as a for loop's iterable (`func` is the call's name `range`)."""
+        func.ref, call.call_kind, call.target = "builtin", "builtin", B.RANGE
         self.no_keywords_or_type_args(call, "range")
         if not 1 <= len(call.args) <= 2:
             self.error(f"range takes 1 or 2 arguments (range(n) or range(a, b)), found "
@@ -209,6 +210,7 @@ class BodyChecker(CallChecker):
 
     def s_Match(self, s: syntax.Match) -> None:
         t = self.expr(s.subject)
+        arms: dict[str, Type | None]  # each case's kind → the type it binds (None: binds none)
         if isinstance(t, ResultOf):
             s.subject_kind, arms = "result", {"Ok": t.ok, "Err": ERROR}
         elif isinstance(t, Opt):

@@ -13,8 +13,9 @@ import os
 
 from svc.compiler import builtin_table as B
 from svc.compiler.check import http_types as check_http
-from svc.compiler.front import syntax
+from svc.compiler.check.context import suggest
 from svc.compiler.check.expressions import VIEW_BYTES, ExpressionChecker, field_name_span, fmt
+from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
@@ -51,7 +52,7 @@ class CallChecker(ExpressionChecker):
         func = call.func
         if isinstance(func, syntax.Attribute):  # `xs.append(1)`: one message, not two
             t = self.expr(func.value)
-            if func.attr in B.BUILTINS or self.checker.lookup(func.attr, self.file):
+            if func.attr in B.BUILTINS or self.ctx.lookup(func.attr, self.file):
                 fix = f"write {func.attr}(x, ...) instead of x.{func.attr}(...)"
             else:
                 fix = f"'{func.attr}' cannot be called on {fmt(t)}"
@@ -68,15 +69,15 @@ class CallChecker(ExpressionChecker):
             self.refer_local(name, func.span)
             self.error(f"'{name}' is a variable of type {fmt(local)}, not a function", func.span)
             return self.skip_args(call)
-        d = self.checker.lookup(name, self.file)
+        d = self.ctx.lookup(name, self.file)
         if d is not None:
-            self.checker.refer(func.span, d.decl.name_span)
+            self.ctx.refer(func.span, d.decl.name_span)
         if d is not None and d.kind == "class":
             func.ref = "class"
             return self.construct(call, name)
         if d is not None:
             func.ref = "function"
-            return self.call_function(call, self.checker.program.functions[name], awaited)
+            return self.call_function(call, self.ctx.program.functions[name], awaited)
         if name in B.BUILTINS:
             func.ref = "builtin"
             return self.call_builtin(call, B.BUILTINS[name], expected, awaited)
@@ -131,7 +132,7 @@ class CallChecker(ExpressionChecker):
 
     def construct(self, call: syntax.Call, name: str) -> Type:
         call.call_kind, call.target = "class", name
-        info = self.checker.program.classes[name]
+        info = self.ctx.program.classes[name]
         fields = dict(info.fields)
         if call.args:
             self.error(f"class {name} is built with keywords only: "
@@ -146,7 +147,7 @@ class CallChecker(ExpressionChecker):
             span = Span(kw.span.file, kw.span.line, kw.span.col, kw.span.line,
                         kw.span.col + len(kw.name))
             if kw.name not in fields:
-                hint = self.checker.suggest(kw.name, fields)
+                hint = suggest(kw.name, fields)
                 self.error(f"unknown field '{kw.name}' in class {name}{hint}", span)
                 self.expr(kw.value)
                 unknown = True
@@ -154,7 +155,7 @@ class CallChecker(ExpressionChecker):
                 self.error(f"field '{kw.name}' is given twice", span)
                 self.expr(kw.value)
             else:
-                self.checker.refer(span, field_name_span(info, kw.name))
+                self.ctx.refer(span, field_name_span(info, kw.name))
                 self.expect(kw.value, fields[kw.name], f"field '{kw.name}' of {name}: ")
             given.add(kw.name)
         missing = [f for f in fields if f not in given]
@@ -236,7 +237,7 @@ class CallChecker(ExpressionChecker):
                        f"{found}", call.type_args[1].span if found > 1 else call.func.span)
             return None
         texpr = call.type_args[0]
-        t = self.checker.resolve_type(texpr, self.file)
+        t = self.ctx.resolve_type(texpr, self.file)
         call.type_arg_types = [t]
         if t == UNKNOWN:
             return None
@@ -246,7 +247,7 @@ class CallChecker(ExpressionChecker):
                 self.error(f"{b.name}[T] needs a class whose fields are scalars or T? of "
                            f"scalars; {problem}", texpr.span)
                 return None
-        elif not is_json_type(t, self.checker.field_types):
+        elif not is_json_type(t, self.ctx.field_types):
             self.error(f"{b.name}[T] needs a JSON type (class, List, number, str, bool, T?), "
                        f"found {fmt(t)}", texpr.span)
             return None
@@ -255,7 +256,7 @@ class CallChecker(ExpressionChecker):
     def row_class_problem(self, t: Type) -> str | None:
         if not isinstance(t, ClassRef):
             return f"found {fmt(t)}"
-        for name, ft in self.checker.program.classes[t.name].fields:
+        for name, ft in self.ctx.program.classes[t.name].fields:
             if ft != UNKNOWN and not is_scalar_or_optional(ft):
                 return f"field '{name}' of {t.name} is {fmt(ft)}"
         return None
@@ -304,7 +305,7 @@ class CallChecker(ExpressionChecker):
         if kind == B.LIST:
             return isinstance(t, ListOf)
         if kind == B.JSON:
-            return is_json_type(t, self.checker.field_types)
+            return is_json_type(t, self.ctx.field_types)
         if kind == B.TEXT:
             return t in (STR, BYTES, VIEW_BYTES)
         if kind == B.STR_OR_LIST:
@@ -328,7 +329,7 @@ class CallChecker(ExpressionChecker):
             self.error("include_text needs a string literal naming a file", arg.span)
             return STR
         path = os.path.join(os.path.dirname(self.file), arg.value)
-        self.checker.program.included_files.append(path)
+        self.ctx.program.included_files.append(path)
         try:
             with open(path, encoding="utf-8", newline="") as f:  # the text as is, CRLF kept
                 call.embedded_text = f.read()

@@ -3,20 +3,20 @@ parsed modules.
 
 `check(modules, entry)` collects every top-level definition (names are global across files),
 works out what each file may see (its own definitions plus its imports), resolves the written
-types of classes and functions, checks `main`, then checks each function body (`body.py`).
+types of classes and functions, checks `main`, then checks each function body (`body.py`),
+which gets the tables through a `CheckContext` (`context.py`), not this checker itself.
 Errors are collected, never raised; the AST is annotated in place for the code generator.
 The route table is the next step (`routes.py`, run by `svc.pipeline`).
 """
 
 from __future__ import annotations
 
-import difflib
 import sys
-from dataclasses import dataclass
 
 from svc.compiler.check import http_types as check_http
-from svc.compiler.front import syntax
 from svc.compiler.check.body import BodyChecker
+from svc.compiler.check.context import CheckContext, Definition, suggest
+from svc.compiler.front import syntax
 from svc.compiler.builtin_table import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import CheckedProgram, ClassInfo, FunctionInfo
@@ -30,15 +30,6 @@ from svc.compiler.svctypes import (
 _PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, TX, ERROR)}
 
 
-@dataclass
-class Definition:
-    """A top-level class or function and the file that defines it."""
-
-    kind: str  # "class" or "function"
-    decl: syntax.ClassDef | syntax.FunctionDef
-    file: str
-
-
 def check(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram, list[Diagnostic]]:
     """Check a whole program; `modules` are in load order (entry last)."""
     checker = Checker(modules, entry)
@@ -50,44 +41,39 @@ def check(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram, lis
         checker.error("expression or block nested too deeply to check", Span(entry, 1, 1, 1, 1))
     finally:
         sys.setrecursionlimit(limit)
-    diagnostics = sorted(checker.diagnostics, key=Diagnostic.sort_key)
-    return checker.program, diagnostics
+    diagnostics = sorted(checker.ctx.diagnostics, key=Diagnostic.sort_key)
+    return checker.ctx.program, diagnostics
 
 
 class Checker:
-    """Program-level state: definitions, per-file visibility, resolved declarations."""
+    """The program-level step: definitions, per-file visibility, resolved declarations, kept
+    in `ctx`, which is all the body checker gets."""
 
     def __init__(self, modules: list[syntax.Module], entry: str) -> None:
         self.modules = modules
         self.entry = entry
-        self.program = CheckedProgram(entry=entry, modules=modules)
-        self.diagnostics: list[Diagnostic] = []
-        self.definitions: dict[str, Definition] = {}
         self.own: dict[str, list[str]] = {m.path: [] for m in modules}  # file → names it defines
-        self.visible: dict[str, set[str]] = {}  # file → top-level names it may use
+        self.ctx = CheckContext(program=CheckedProgram(entry=entry, modules=modules),
+                                definitions={}, visible={}, diagnostics=[],
+                                resolve_type=self.resolve_type)
 
     def error(self, message: str, span: Span) -> None:
-        self.diagnostics.append(Diagnostic(message, span))
-
-    def refer(self, use: Span, definition: Span) -> None:
-        """Record that the name at `use` refers to the one defined at `definition` (for
-        editors: go to definition)."""
-        self.program.references[use] = definition
+        self.ctx.error(message, span)
 
     def run(self) -> None:
         for module in self.modules:
             self.collect(module)
         for module in self.modules:
-            self.visible[module.path] = self.visibility(module)
-        for name, d in self.definitions.items():
-            if d.kind == "class":
-                self.program.classes[name] = self.resolve_class(d.decl, d.file)
-        for name, d in self.definitions.items():
-            if d.kind == "function":
-                self.program.functions[name] = self.resolve_function(d.decl, d.file)
+            self.ctx.visible[module.path] = self.visibility(module)
+        for name, d in self.ctx.definitions.items():
+            if isinstance(d.decl, syntax.ClassDef):
+                self.ctx.program.classes[name] = self.resolve_class(d.decl, d.file)
+        for name, d in self.ctx.definitions.items():
+            if isinstance(d.decl, syntax.FunctionDef):
+                self.ctx.program.functions[name] = self.resolve_function(d.decl, d.file)
         self.check_main()
-        for info in self.program.functions.values():
-            BodyChecker(self, info).check()
+        for info in self.ctx.program.functions.values():
+            BodyChecker(self.ctx, info).check()
 
     # --- names -------------------------------------------------------------------------------
 
@@ -101,7 +87,7 @@ class Checker:
                 self.error(f"'{item.name}' is a built-in name and cannot be redefined",
                            item.name_span)
                 continue
-            earlier = self.definitions.get(item.name)
+            earlier = self.ctx.definitions.get(item.name)
             if earlier is not None:
                 where = earlier.decl.name_span
                 shared = "" if earlier.file == module.path else (
@@ -111,7 +97,7 @@ class Checker:
                 # Still this file's name, so its uses here do not also read as not imported.
                 self.own[module.path].append(item.name)
                 continue
-            self.definitions[item.name] = Definition(kind, item, module.path)
+            self.ctx.definitions[item.name] = Definition(kind, item, module.path)
             self.own[module.path].append(item.name)
 
     def visibility(self, module: syntax.Module) -> set[str]:
@@ -128,30 +114,12 @@ class Checker:
             for name, span in zip(item.names, spans):
                 if name in theirs:
                     names.add(name)
-                    if name in self.definitions:
-                        self.refer(span, self.definitions[name].decl.name_span)
+                    if name in self.ctx.definitions:
+                        self.ctx.refer(span, self.ctx.definitions[name].decl.name_span)
                 else:
-                    hint = self.suggest(name, theirs)
+                    hint = suggest(name, theirs)
                     self.error(f"'{name}' is not defined in {item.path}{hint}", span)
         return names
-
-    def lookup(self, name: str, file: str) -> Definition | None:
-        """The definition `name` refers to in `file`, if it is visible there."""
-        if name in self.visible.get(file, ()):
-            return self.definitions.get(name)
-        return None
-
-    def not_visible_hint(self, name: str) -> str:
-        """Why a defined name is unknown here: it lives in a file not imported."""
-        d = self.definitions.get(name)
-        if d is None:
-            return ""
-        return f" ('{name}' is defined in {d.file}, which is not imported here)"
-
-    @staticmethod
-    def suggest(name: str, candidates) -> str:
-        close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-        return f"; did you mean '{close[0]}'?" if close else ""
 
     # --- types -------------------------------------------------------------------------------
 
@@ -170,21 +138,22 @@ class Checker:
             return UNKNOWN if inner == UNKNOWN else Opt(inner)
         name, args = texpr.name, texpr.args
         if name in check_http.TYPE_NAMES:
-            return check_http.resolve_type(self, texpr, file)
+            return check_http.resolve_type(self.ctx, texpr, file)
         if name in _PRIMS or name in ("List", "Result", "view"):
             return self.resolve_builtin_type(texpr, file)
         if args:
             self.error(f"type '{name}' takes no type arguments", texpr.span)
             return UNKNOWN
-        d = self.lookup(name, file)
+        d = self.ctx.lookup(name, file)
         if d is not None and d.kind == "class":
-            self.refer(texpr.span, d.decl.name_span)
+            self.ctx.refer(texpr.span, d.decl.name_span)
             return ClassRef(name)
         if d is not None:
             self.error(f"'{name}' is a function, not a type", texpr.span)
         else:
-            choices = [n for n in self.visible.get(file, ()) if self.definitions[n].kind == "class"]
-            hint = self.not_visible_hint(name) or self.suggest(name, choices + list(_PRIMS))
+            choices = [n for n in self.ctx.visible.get(file, ())
+                       if self.ctx.definitions[n].kind == "class"]
+            hint = self.ctx.not_visible_hint(name) or suggest(name, choices + list(_PRIMS))
             self.error(f"unknown type '{name}'{hint}", texpr.span)
         return UNKNOWN
 
@@ -201,8 +170,9 @@ class Checker:
         if UNKNOWN in inner:
             return UNKNOWN
         if name == "List":
-            if check_http.list_problem(inner[0]):
-                self.error(check_http.list_problem(inner[0]), texpr.span)
+            problem = check_http.list_problem(inner[0])
+            if problem:
+                self.error(problem, texpr.span)
                 return UNKNOWN
             if contains_view(inner[0]):
                 self.error("a view cannot be put in a list", texpr.span)
@@ -233,10 +203,6 @@ class Checker:
             self.error("a Result cannot hold another Result", texpr.span)
             return UNKNOWN
         return ResultOf(ok)
-
-    def field_types(self, class_name: str) -> list[Type]:
-        info = self.program.classes.get(class_name)
-        return [t for _, t in info.fields] if info else []
 
     # --- declarations ------------------------------------------------------------------------
 
@@ -278,11 +244,12 @@ class Checker:
                 continue
             seen.add(p.name)
             params.append((p.name, t))
-        returns = UNIT
+        returns: Type = UNIT
         if decl.returns is not None:
             returns = self.resolve_type(decl.returns, file)
-            if check_http.return_problem(decl.name, returns):
-                self.error(check_http.return_problem(decl.name, returns), decl.returns.span)
+            problem = check_http.return_problem(decl.name, returns)
+            if problem:
+                self.error(problem, decl.returns.span)
                 returns = UNKNOWN
             if contains_view(returns):
                 self.error(f"function '{decl.name}' cannot return a view (return bytes)",
@@ -297,7 +264,7 @@ class Checker:
     def check_main(self) -> None:
         """Exactly one main, in the entry file: `def main()` or
         `async def main() -> Result[unit, Error]`, without parameters."""
-        info = self.program.functions.get("main")
+        info = self.ctx.program.functions.get("main")
         if info is None:
             self.error("no main function: the entry file must define 'def main()' or "
                        "'async def main() -> Result[unit, Error]'", Span(self.entry, 1, 1, 1, 1))
@@ -314,4 +281,4 @@ class Checker:
         elif not info.is_async and info.returns not in (UNIT, UNKNOWN):
             self.error("def main() returns nothing; use 'async def main() -> Result[unit, Error]'"
                        f" to return a Result, found {format_type(info.returns)}", where)
-        self.program.main = info
+        self.ctx.program.main = info

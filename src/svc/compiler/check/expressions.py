@@ -12,11 +12,10 @@ has one namespace per function, so an inner declaration would clobber the outer 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from svc.compiler import builtin_table as B
-from svc.compiler.front import syntax
+from svc.compiler.check.context import CheckContext, suggest
 from svc.compiler.check.http_types import list_problem
+from svc.compiler.front import syntax
 from svc.compiler.program import ClassInfo, FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
@@ -24,9 +23,6 @@ from svc.compiler.svctypes import (
     Type, View, contains_tx, contains_view, format_type, is_json_type,
 )
 from svc.contract import I32_MAX, I32_MIN
-
-if TYPE_CHECKING:
-    from svc.compiler.check.checker import Checker
 
 ARITHMETIC = ("+", "-", "*", "/", "%")
 EQUALITY = ("==", "!=")
@@ -50,8 +46,10 @@ def assignable(src: Type, dst: Type) -> bool:
     return dst == VIEW_BYTES and src == BYTES
 
 
-def fmt(t: Type) -> str:
-    return format_type(t)
+def fmt(t: Type | None) -> str:
+    """A type as messages show it (an expression's `type` is None only before it is checked,
+    and shows as UNKNOWN would)."""
+    return format_type(UNKNOWN if t is None else t)
 
 
 def field_name_span(info: ClassInfo, name: str) -> Span:
@@ -69,24 +67,25 @@ def _is_context_literal(e: syntax.Expr) -> bool:
 
 
 class ExpressionChecker:
-    """The scopes of one function body and the types of its expressions."""
+    """The scopes of one function body and the types of its expressions; `ctx` is what it
+    needs of the program (its tables, where errors go)."""
 
-    def __init__(self, checker: "Checker", fn: FunctionInfo) -> None:
-        self.checker = checker
+    def __init__(self, ctx: CheckContext, fn: FunctionInfo) -> None:
+        self.ctx = ctx
         self.fn = fn
         self.file = fn.file
         self.scopes: list[dict[str, Type]] = [{}]
         self.loops = 0
         for name, t in fn.params:
             self.scopes[0][name] = t
-        # Where each variable was declared, for `checker.refer`: variables never shadow one
+        # Where each variable was declared, for `ctx.refer`: variables never shadow one
         # another, so the latest declaration of a name in scope is the one a use means.
         self.declared_at: dict[str, Span] = {
             p.name: Span(p.span.file, p.span.line, p.span.col, p.span.line,
                          p.span.col + len(p.name)) for p in fn.decl.params}
 
     def error(self, message: str, span: Span) -> None:
-        self.checker.error(message, span)
+        self.ctx.error(message, span)
 
     # --- scopes ------------------------------------------------------------------------------
 
@@ -107,7 +106,7 @@ class ExpressionChecker:
     def refer_local(self, name: str, use: Span) -> None:
         """Record a use of the variable `name` (for editors: go to definition)."""
         if name in self.declared_at:
-            self.checker.refer(use, self.declared_at[name])
+            self.ctx.refer(use, self.declared_at[name])
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -144,7 +143,7 @@ class ExpressionChecker:
                 continue
             t = self.expr(part)
             if t not in FORMATTABLE and t != UNKNOWN:
-                how = "json_encode(x)" if is_json_type(t, self.checker.field_types) else \
+                how = "json_encode(x)" if is_json_type(t, self.ctx.field_types) else \
                     "a function that returns a str"
                 self.error(f"an f-string cannot format {fmt(t)} (only str, i64, i32, f64 and "
                            f"bool); format it with {how}", part.span)
@@ -165,7 +164,7 @@ class ExpressionChecker:
             e.ref = "local"
             self.refer_local(e.id, e.span)
             return t
-        d = self.checker.lookup(e.id, self.file)
+        d = self.ctx.lookup(e.id, self.file)
         if d is not None:
             e.ref = d.kind
             how = "call it" if d.kind == "function" else f"construct it with {e.id}(field=...)"
@@ -178,11 +177,11 @@ class ExpressionChecker:
         return UNKNOWN
 
     def unknown_name(self, name: str, span: Span) -> None:
-        hint = self.checker.not_visible_hint(name)
+        hint = self.ctx.not_visible_hint(name)
         if not hint:
             names = [n for scope in self.scopes for n in scope]
-            names += list(self.checker.visible.get(self.file, ())) + list(B.BUILTINS)
-            hint = self.checker.suggest(name, names)
+            names += list(self.ctx.visible.get(self.file, ())) + list(B.BUILTINS)
+            hint = suggest(name, names)
         self.error(f"unknown name '{name}'{hint}", span)
 
     def e_Attribute(self, e: syntax.Attribute, expected) -> Type:
@@ -191,12 +190,12 @@ class ExpressionChecker:
         span = Span(end.file, end.end_line, max(1, end.end_col - len(e.attr)), end.end_line,
                     end.end_col)
         if isinstance(t, ClassRef):
-            info = self.checker.program.classes.get(t.name)
-            for name, ft in info.fields if info else ():
-                if name == e.attr:
-                    self.checker.refer(span, field_name_span(info, name))
-                    return ft
-            hint = self.checker.suggest(e.attr, [n for n, _ in info.fields] if info else [])
+            info = self.ctx.program.classes.get(t.name)
+            fields = dict(info.fields) if info else {}
+            if info is not None and e.attr in fields:
+                self.ctx.refer(span, field_name_span(info, e.attr))
+                return fields[e.attr]
+            hint = suggest(e.attr, fields)
             self.error(f"unknown field '{e.attr}' in class {t.name}{hint}", span)
         elif isinstance(t, Opt) and isinstance(t.inner, ClassRef):
             self.error(f"cannot read field '{e.attr}' of {fmt(t)}, which may be None; match "
@@ -239,8 +238,9 @@ class ExpressionChecker:
             self.error("cannot tell the element type of this list; declare it: "
                        "let xs: List[T?] = [...]", e.span)
             elem = UNKNOWN
-        if list_problem(elem):
-            self.error(list_problem(elem), first.span)
+        problem = list_problem(elem)
+        if problem:
+            self.error(problem, first.span)
             elem = UNKNOWN
         if contains_view(elem):
             self.error("a view cannot be put in a list", first.span)

@@ -7,14 +7,15 @@ handler may answer (a JSON type, `Html` or `unit`). What the server refuses at r
 (`svc.contract.status_problem`, `header_problem`) is a compile error when it is written as a
 literal, so most mistakes never reach a running server.
 
-The functions take the checker objects (`Checker`, `CallChecker`) as arguments, so this
-module imports neither.
+The functions take what they work on as arguments (the `CheckContext`, or the `CallChecker`
+checking a call), so this module imports neither the checker nor the body checker.
 """
 
 from __future__ import annotations
 
-from svc.compiler.front import syntax
 from svc.compiler.builtin_table import HTTP_TYPE_NAMES
+from svc.compiler.check.context import CheckContext
+from svc.compiler.front import syntax
 from svc.compiler.svctypes import (
     HEADERS, HTML, UNKNOWN, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
     format_type, is_json_type,
@@ -27,23 +28,23 @@ TYPE_NAMES = HTTP_TYPE_NAMES
 BODY_TYPES = "class, List, number, str, bool, unit, T? or Html"
 
 
-def resolve_type(checker, texpr: syntax.NamedType, file: str) -> Type:
+def resolve_type(ctx: CheckContext, texpr: syntax.NamedType, file: str) -> Type:
     """`Headers` or `Response[T]` as written; UNKNOWN after an error."""
     if texpr.name == "Headers":
         if texpr.args:
-            checker.error("type 'Headers' takes no type arguments", texpr.span)
+            ctx.error("type 'Headers' takes no type arguments", texpr.span)
             return UNKNOWN
         return HEADERS
     if len(texpr.args) != 1:
-        checker.error(f"type 'Response' takes one type argument (the body's type), found "
-                      f"{len(texpr.args)}", texpr.span)
+        ctx.error(f"type 'Response' takes one type argument (the body's type), found "
+                  f"{len(texpr.args)}", texpr.span)
         return UNKNOWN
-    body = checker.resolve_type(texpr.args[0], file)
+    body = ctx.resolve_type(texpr.args[0], file)
     if body == UNKNOWN:
         return UNKNOWN
-    problem = body_problem(body, checker.field_types)
+    problem = body_problem(body, ctx.field_types)
     if problem is not None:
-        checker.error(problem, texpr.args[0].span)
+        ctx.error(problem, texpr.args[0].span)
         return UNKNOWN
     return ResponseOf(body)
 
@@ -99,7 +100,7 @@ def response_body(calls, arg: syntax.Expr, expected: Type | None) -> Type:
         calls.expect(arg, expected.body, "body of respond: ")
         return expected.body
     t = calls.expr(arg, None)
-    problem = body_problem(t, calls.checker.field_types)
+    problem = body_problem(t, calls.ctx.field_types)
     if problem is not None:
         calls.error(problem, arg.span)
         return UNKNOWN
