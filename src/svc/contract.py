@@ -2,8 +2,9 @@
 
 Both sides import from here and nowhere else for these facts, so a limit is stated once: the
 checker refuses what the server could not serve, and the generated code describes routes in
-the terms the router reads (`Route`, `Param`, the `ParamSource` and `ResultKind` enums, and
-route paths as `parse_path` reads them).
+the terms the router reads (`Route` and `Param`, in Python functions and types; the
+`ParamSource` and `ResultKind` enums, which the compiler's `RouteInfo` uses too; and route
+paths as `parse_path` reads them).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Union
 
 # --- integers ---------------------------------------------------------------------------------
 
@@ -73,34 +74,38 @@ class ResultKind(enum.Enum):
     WEBSOCKET = "websocket"          # /ws: the connection is upgraded
 
 
+#: What the router converts a parameter to: a scalar name ("i64" "i32" "f64" "bool" "str") for
+#: PATH and QUERY, the generated msgspec.Struct class for BODY, "bytes" or "view" for RAW, "Db"
+#: for DB, "Headers" for HEADERS.
+ParamType = Union[str, type]
+
+
 @dataclass(frozen=True, slots=True)
 class Param:
-    """One handler parameter: its name, where its value comes from, and its type.
-
-    In the compiler's route table `type` is the checked svc type (the inner type of a `T?`
-    query parameter). In generated code it is what the router converts to: a scalar name
-    ("i64" "i32" "f64" "bool" "str") for PATH and QUERY, the generated msgspec.Struct class
-    for BODY, "bytes" or "view" for RAW, "Db" for DB.
-    """
+    """One handler parameter as the runtime binds it: its name, where its value comes from,
+    what it is converted to, and whether it may be missing (a `T?` query parameter)."""
 
     name: str
     source: ParamSource
-    type: Any = "str"
+    type: ParamType = "str"
     optional: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """A route: the router calls `handler(*bound_args)`, in `params` order.
+    """A route as the server runs it: the router calls `handler(*bound_args)`, in `params` order.
 
-    `handler` is the handler function in generated code (a plain `def` when its body never
-    awaits); the compiler's route table holds the svc function's name there. `floats` says
-    the result's type can hold an f64, so an inf or NaN in it is a fault (JSON has neither).
+    Generated code builds these (`_svc_ROUTES`, codegen/route_table.py); the compiler's own
+    description of a route, in svc types and names, is `svc.compiler.program.RouteInfo`.
+    `handler` is a plain `def` (answered in the callback that read the request) or an
+    `async def` (run eagerly, may await); the router picks how to answer it once, at start-up.
+    `floats` says the result's type can hold an f64, so an inf or NaN in it is a fault (JSON
+    has neither).
     """
 
     method: str
     path: str
-    handler: Any
+    handler: Callable[..., Any]
     params: tuple[Param, ...] = ()
     result: ResultKind = ResultKind.JSON
     floats: bool = False

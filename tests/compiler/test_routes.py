@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from svc.compiler.front import syntax
-from svc.compiler.program import FunctionInfo, RouteInfo
+from svc.compiler.program import FunctionInfo, ParamInfo, RouteInfo
 from svc.compiler.check.routes import bind_params, build_routes, check_conflicts, holds_f64, result_kind
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, View,
 )
-from svc.contract import Param, PathError, ResultKind, parse_path
+from svc.contract import PathError, ResultKind, parse_path
 from svc.contract import ParamSource as S
 
 CLASSES = {"Task": [I64, STR], "Blob": [BYTES], "Node": [STR, ListOf(ClassRef("Node"))]}
@@ -33,7 +33,7 @@ def handler(name: str, params, returns=ResultOf(UNIT), routes=(), is_async=True)
 
 
 def route(method: str, path: str, line: int) -> RouteInfo:
-    return RouteInfo(method, path, "h", (), ResultKind.UNIT, span=span(line))
+    return RouteInfo(method, path, "h", (), ResultKind.UNIT, False, span(line))
 
 
 @pytest.mark.parametrize("path, captures", [
@@ -68,16 +68,16 @@ def test_parameters_bind_by_rule() -> None:
     params, problems = bind_params(fn, ["id"], fields)
     assert problems == []
     assert params == [
-        Param("id", S.PATH, I32), Param("db", S.DB, DB),
-        Param("task", S.BODY, ClassRef("Task")), Param("limit", S.QUERY, I64),
-        Param("q", S.QUERY, STR, True), Param("ratio", S.QUERY, F64),
-        Param("flag", S.QUERY, BOOL, True),
+        ParamInfo("id", S.PATH, I32), ParamInfo("db", S.DB, DB),
+        ParamInfo("task", S.BODY, ClassRef("Task")), ParamInfo("limit", S.QUERY, I64),
+        ParamInfo("q", S.QUERY, STR, True), ParamInfo("ratio", S.QUERY, F64),
+        ParamInfo("flag", S.QUERY, BOOL, True),
     ]
 
 
 def test_raw_bodies_and_recursive_body_classes_bind() -> None:
     params, problems = bind_params(handler("h", [("body", View(BYTES))]), [], fields)
-    assert problems == [] and params == [Param("body", S.RAW, View(BYTES))]
+    assert problems == [] and params == [ParamInfo("body", S.RAW, View(BYTES))]
     params, problems = bind_params(handler("h", [("n", ClassRef("Node"))]), [], fields)
     assert problems == [] and params[0].source is S.BODY
 

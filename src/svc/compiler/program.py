@@ -12,7 +12,7 @@ from typing import Optional
 from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import Type
-from svc.contract import Route
+from svc.contract import ParamSource, ResultKind
 
 
 @dataclass
@@ -33,12 +33,31 @@ class FunctionInfo:
     file: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RouteInfo(Route):
-    """A route of the program: the contract's `Route` as the checker builds it, with `handler`
-    the svc function's name and each `Param.type` the checked svc type (the inner type of a
-    `T?` query parameter), plus where the route attribute's path is written."""
+@dataclass(frozen=True, slots=True)
+class ParamInfo:
+    """One handler parameter of a route: its name, where its value comes from, and its checked
+    svc type (the inner type of a `T?` query parameter, `optional` then True)."""
 
+    name: str
+    source: ParamSource
+    type: Type
+    optional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RouteInfo:
+    """A route of the program as the checker builds it: the method and path of a route
+    attribute, the svc function that handles it, how each parameter binds, how the result is
+    answered, whether the result can hold an f64 (inf and NaN are faults), and where the
+    attribute's path is written. Code generation turns it into the runtime's `svc.contract.Route`
+    (codegen/route_table.py)."""
+
+    method: str
+    path: str
+    handler: str  # the svc function's name
+    params: tuple[ParamInfo, ...]
+    result: ResultKind
+    floats: bool
     span: Span
 
 

@@ -82,7 +82,8 @@ def _operation_ids(routes: list[RouteInfo]) -> list[str]:
     counts: dict[str, int] = {}
     for route in routes:
         counts[route.handler] = counts.get(route.handler, 0) + 1
-    ids, used = [], {}
+    ids: list[str] = []
+    used: dict[str, int] = {}
     for route in routes:
         if counts[route.handler] == 1:
             ids.append(route.handler)

@@ -12,13 +12,13 @@ from typing import Callable, Iterable
 
 from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.program import FunctionInfo, RouteInfo
+from svc.compiler.program import FunctionInfo, ParamInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResponseOf,
     ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
 )
-from svc.contract import Param, ParamSource, PathError, ResultKind, parse_path
+from svc.contract import ParamSource, PathError, ResultKind, parse_path
 
 #: Paths the server answers itself (docs/reference/http.md, built-in routes); no handler may
 #: take them, whatever the method (docs/decisions.md).
@@ -32,18 +32,17 @@ ClassFields = Callable[[str], list[Type]]
 
 def _query_type(t: Type) -> tuple[Type, bool] | None:
     """(scalar type, optional) when `t` binds from the query string."""
-    optional = isinstance(t, Opt)
-    inner = t.inner if optional else t
+    inner = t.inner if isinstance(t, Opt) else t
     if inner in QUERY_TYPES:
-        return inner, optional
+        return inner, isinstance(t, Opt)
     return None
 
 
 def bind_params(
     fn: FunctionInfo, captures: tuple[str, ...] | list[str], class_fields: ClassFields
-) -> tuple[list[Param], list[str]]:
+) -> tuple[list[ParamInfo], list[str]]:
     """How each handler parameter is bound, and the problems (as message texts)."""
-    params: list[Param] = []
+    params: list[ParamInfo] = []
     problems: list[str] = []
     body: str | None = None  # name of the parameter that takes the body
     for name, t in fn.params:
@@ -51,7 +50,7 @@ def bind_params(
             continue
         if name in captures:
             if t in PATH_TYPES:
-                params.append(Param(name, ParamSource.PATH, t))
+                params.append(ParamInfo(name, ParamSource.PATH, t))
             else:
                 problems.append(
                     f"path parameter '{name}' of handler '{fn.name}' must be i64, i32 or str, "
@@ -75,9 +74,9 @@ def bind_params(
             body = name
         if source is ParamSource.QUERY:
             inner, optional = _query_type(t)  # type: ignore[misc]
-            params.append(Param(name, source, inner, optional))
+            params.append(ParamInfo(name, source, inner, optional))
         else:
-            params.append(Param(name, source, t))
+            params.append(ParamInfo(name, source, t))
     declared = {name for name, _ in fn.params}
     for capture in captures:
         if capture not in declared:
@@ -188,7 +187,7 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
     if problems or kind is None:
         return None
     return RouteInfo(attr.method, attr.path, fn.name, tuple(params), kind,
-                     holds_f64(fn.returns, class_fields), span=attr.path_span)
+                     holds_f64(fn.returns, class_fields), attr.path_span)
 
 
 def check_conflicts(routes: list[RouteInfo]) -> list[Diagnostic]:

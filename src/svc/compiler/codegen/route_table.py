@@ -1,8 +1,9 @@
 """The route table as generated code: `_svc_ROUTES = [Route(...), ...]` in the entry module.
 
-Each route of the checked program becomes a `svc.contract.Route` call naming the handler's
-function, its `Param`s and its `ResultKind`: the description the router reads at startup.
-Parameter types become what the router converts to (see `svc.contract.Param`).
+Each route of the checked program (`RouteInfo`, in svc types and names) becomes a
+`svc.contract.Route` call naming the handler's Python function, its `Param`s and its
+`ResultKind`: the runtime's description, which the router reads at start-up. Parameter types
+become what the router converts to (see `svc.contract.Param`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import ast
 from typing import Callable
 
 from svc.compiler import svctypes as T
-from svc.compiler.program import RouteInfo
-from svc.contract import Param, ParamSource
+from svc.compiler.program import ParamInfo, RouteInfo
+from svc.contract import ParamSource
 
 #: `name` → an expression for a name of svc.contract (imported by the generated module).
 ContractName = Callable[[str], ast.expr]
@@ -32,7 +33,7 @@ def _route(r: RouteInfo, handler: str, type_value, contract: ContractName) -> as
         ast.Constant(r.floats)])
 
 
-def _param(p: Param, type_value, contract: ContractName) -> ast.expr:
+def _param(p: ParamInfo, type_value, contract: ContractName) -> ast.expr:
     if p.source is ParamSource.BODY:
         kind: ast.expr = type_value(p.type)
     elif p.source is ParamSource.RAW:
