@@ -5,15 +5,15 @@ The parser builds these; the checker annotates them *in place* (the fields marke
 what a name refers to. Every node carries the `Span` of the source it came from.
 
 Conventions:
-- Expression nodes derive from `Expr` and get `type` (a `types.Type`) from the checker.
+- Expression nodes derive from `Expr` and get `type` (an `svctypes.Type`) from the checker.
 - Statement lists are plain `list[Stmt]`; a one-line block is a list of one statement.
 - `elif` chains are nested `If` nodes in `orelse`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional, Union
+from dataclasses import dataclass, field, fields
+from typing import Iterator, Optional, Union
 
 from svc.compiler.source import Span
 from svc.compiler.svctypes import Type
@@ -350,3 +350,29 @@ class Module:
 
     path: str
     items: list[Decl]
+
+
+# --- walking the tree --------------------------------------------------------------------------
+
+def walk(root: Node) -> Iterator[Node]:
+    """Every node in `root`'s tree, `root` included, each before the nodes inside it.
+
+    Iterative, with a stack of its own: bodies and `a + b + ...` chains may nest deeper than
+    Python's recursion limit. The nodes inside one node come last field first (the order the
+    stack gives); a caller that needs source order sorts by `span`."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(_children(node))
+
+
+def _children(node: Node) -> Iterator[Node]:
+    """The nodes directly inside `node`: its fields that are nodes or lists of nodes (an
+    f-string's parts mix text and expressions; a checker-set `Type` is not a node)."""
+    for f in fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, list):
+            yield from (v for v in value if isinstance(v, Node))
