@@ -8,10 +8,8 @@ Positions are 1-based (line, column) in characters, as in `Span`.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Iterator
 
 from svc.compiler.front import syntax
 from svc.compiler.builtin_docs import DOCS
@@ -43,25 +41,7 @@ def module_of(program: CheckedProgram, file: str) -> syntax.Module | None:
     return next((m for m in program.modules if m.path == file), None)
 
 
-# --- walking the tree ---------------------------------------------------------------------------
-
-def children(node: object) -> Iterator[syntax.Node]:
-    """The syntax nodes directly inside `node` (its fields that are nodes or node lists)."""
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        value = getattr(node, f.name)
-        if isinstance(value, syntax.Node):
-            yield value
-        elif isinstance(value, list):
-            yield from (v for v in value if isinstance(v, syntax.Node))
-
-
-def walk(node: syntax.Node) -> Iterator[syntax.Node]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(children(n))
-
+# --- the node at a position -------------------------------------------------------------------
 
 def enclosing_item(module: syntax.Module, line: int) -> syntax.Decl | None:
     """The top-level item whose text holds `line`: from its first line up to the next item
@@ -81,7 +61,7 @@ def node_at(module: syntax.Module, line: int, col: int) -> syntax.Node | None:
     if item is None:
         return None
     best: syntax.Node | None = None
-    for node in walk(item):
+    for node in syntax.walk(item):
         span = _name_span(node) or node.span
         if contains(span, line, col) and (best is None or _size(span) <= _size(
                 _name_span(best) or best.span)):
@@ -277,7 +257,7 @@ def _locals_in_scope(program: CheckedProgram, file: str, line: int,
         return []
     info = program.functions[item.name]
     found = [_Local(n, "variable", format_type(t), t) for n, t in info.params]
-    for node in sorted(walk(item), key=lambda n: (n.span.line, n.span.col)):
+    for node in sorted(syntax.walk(item), key=lambda n: (n.span.line, n.span.col)):
         if node.span.line > line and not everything:
             break
         declared = _declared(node)

@@ -12,7 +12,6 @@ statuses `svcc openapi` lists.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Iterator
 
 from svc.compiler.front import syntax
@@ -66,19 +65,6 @@ def _builtin_kinds(name: str) -> frozenset[str]:
     return frozenset()
 
 
-def _calls(root: syntax.Node):
-    """Every call in a declaration's body (iteratively: bodies may nest deeply)."""
-    todo: list = [root]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, list):
-            todo.extend(node)
-            continue
-        if not isinstance(node, syntax.Node):
-            continue
-        if isinstance(node, syntax.Call):
-            yield node
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            if isinstance(value, (list, syntax.Node)):
-                todo.append(value)
+def _calls(root: syntax.Node) -> Iterator[syntax.Call]:
+    """Every call in a declaration's body."""
+    return (node for node in syntax.walk(root) if isinstance(node, syntax.Call))
