@@ -1,0 +1,19 @@
+"""The checker: syntax trees to a checked program, or the reasons it is not one.
+
+    checker.py      the program as a whole: definitions, what each file sees, declared types,
+                    `main`; then each function body
+    context.py      `CheckContext`: the tables and services the body checker gets
+    expressions.py  a body's scopes and the types of its expressions
+    calls.py        calls (functions, constructors, builtins) and `await`
+    body.py         a body's statements and that it returns on every path
+    http_types.py   the rules of the HTTP types (`Headers`, `Response[T]`) and their builtins
+    routes.py       the route table and its rules
+    error_kinds.py  which error kinds a function can return (for `svcc openapi`)
+
+In: the modules from the front end, in load order, and the entry file's path. Out, from
+`checker.check`: a `CheckedProgram` (program.py: the classes and functions with their
+resolved types, `main`, the references editors follow) with every expression and call in the
+trees annotated in place, and the diagnostics, sorted by position; then `routes.build_routes`
+gives the route table and its diagnostics. Code generation runs only on a program without
+diagnostics.
+"""

@@ -1,6 +1,6 @@
 """Checking one function body: its statements, and that it returns on every path.
 
-Expressions are checked in `check_expressions` and calls in `check_calls`; `BodyChecker`
+Expressions are checked in `expressions.py` and calls in `calls.py`; `BodyChecker`
 builds on both and adds the statements: declarations and assignments, conditions, loops (with
 their nesting limit), returns and matches. Lets, assignments, loops and matches get the
 annotations the code generator relies on (see syntax.py, "checker:").

@@ -4,7 +4,7 @@ Types flow both ways: `expr(e, expected)` computes an expression's type, and `ex
 type the context wants, or None) decides what context-typed expressions mean: an integer
 literal where an i32 is wanted is an i32; `None` and `[]` take their type from it. Every
 expression node gets its `type`, and names get the annotations the code generator relies on
-(see syntax.py, "checker:"). Calls are checked in `check_calls`, statements in `body`.
+(see syntax.py, "checker:"). Calls are checked in `calls.py`, statements in `body.py`.
 
 Variables are block scoped and may not shadow one another within a function: generated Python
 has one namespace per function, so an inner declaration would clobber the outer variable.
@@ -68,7 +68,8 @@ def _is_context_literal(e: syntax.Expr) -> bool:
 
 class ExpressionChecker:
     """The scopes of one function body and the types of its expressions; `ctx` is what it
-    needs of the program (its tables, where errors go)."""
+    needs of the program (its tables, where errors go). `expr` dispatches on the node's class
+    to `e_<class>`; `e_Call` and `e_Await` are in the subclass `CallChecker` (calls.py)."""
 
     def __init__(self, ctx: CheckContext, fn: FunctionInfo) -> None:
         self.ctx = ctx
