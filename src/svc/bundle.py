@@ -31,7 +31,7 @@ import svc.launcher
 from svc import __version__, native
 from svc.compiler.diagnostics import plural
 from svc.launcher import PAYLOAD_NAME, encode_program
-from svc.runner import silence_stdout
+from svc.process import silence_stdout
 
 STAGES = 4
 APP_NAME = "svc-app"

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from svc import __version__
-from svc.runner import reopen_closed_standard_streams, silence_stdout
+from svc.process import on_sigterm, reopen_closed_standard_streams, silence_stdout
 
 if TYPE_CHECKING:  # imported by the commands that use them, see the docstring
     from svc.pipeline import Failed, Target
@@ -204,16 +204,14 @@ def build_command(args: Any) -> int:
     143 when stopped by SIGTERM (PyInstaller is stopped with it)."""
     from svc.bundle import BuildError
 
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        return _build(args)
+        with on_sigterm(_terminate):
+            return _build(args)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except _Terminated:
         return 128 + signal.SIGTERM
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _build(args: Any) -> int:

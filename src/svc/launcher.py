@@ -63,14 +63,15 @@ def stop_with_the_bootloader() -> None:
     port taken, with nobody to stop it.
     """
     if getattr(sys, "frozen", False):
-        from svc.runtime.signals import stop_when_parent_dies
+        from svc.process import stop_when_parent_dies
 
         stop_when_parent_dies()
 
 
 def main() -> int:
     """Load the embedded program and serve it like `svcc run`; the exit status is its own."""
-    from svc.runner import reopen_closed_standard_streams, run_program
+    from svc.process import reopen_closed_standard_streams
+    from svc.runner import run_program
 
     reopen_closed_standard_streams()
     receive_signals_once()

@@ -1,4 +1,4 @@
-"""watchdog.Watchdog: a handler that never awaits is interrupted at the processing limit."""
+"""watchdog.watch_loop: a handler that never awaits is interrupted at the processing limit."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import asyncio
 import re
 import time
 
-from svc.runtime.watchdog import SvcTimeout, Watchdog
+from svc.contract import PROCESSING_LIMIT
+from svc.process import Watchdog
+from svc.runtime.watchdog import SvcTimeout, watch_loop
 
 # Catastrophic backtracking: one C call that holds the GIL, like a svc handler concatenating
 # huge strings (one long copy per statement). Its time doubles with each extra "a".
@@ -36,7 +38,7 @@ def _computes_without_awaiting(text: str, give_up: float) -> float | None:
 
 
 async def _run_with_watchdog(text: str, give_up: float) -> float | None:
-    watchdog = Watchdog(asyncio.get_running_loop())
+    watchdog = watch_loop(asyncio.get_running_loop())
     try:
         await asyncio.sleep(0.3)  # a few heartbeats first, as in a running server
         return _computes_without_awaiting(text, give_up)
@@ -46,8 +48,8 @@ async def _run_with_watchdog(text: str, give_up: float) -> float | None:
 
 def test_long_c_calls_that_hold_the_gil_are_still_interrupted():
     """Each call delays the watchdog's own wake-up; that must not read as a stalled process."""
-    # each call outlasts the watchdog's "the process was stalled" gap (5 beats, 0.5 s)
-    text = _input_slower_than(6 * Watchdog.BEAT_SECONDS)
+    # each call outlasts the watchdog's "the process was stalled" gap (5 polls, 0.5 s)
+    text = _input_slower_than(6 * Watchdog.POLL_SECONDS)
     elapsed = asyncio.run(_run_with_watchdog(text, give_up=8.0))
     assert elapsed is not None, "the watchdog never interrupted the computation"
-    assert Watchdog.STALL_SECONDS - 0.5 <= elapsed <= Watchdog.STALL_SECONDS + 3.0
+    assert PROCESSING_LIMIT - 0.5 <= elapsed <= PROCESSING_LIMIT + 3.0

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Route
+from svc.process import close_databases, stop_on_signals
 from svc.runtime import builtin_routes, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
 from svc.runtime.serverlog import ServerLog
-from svc.runtime.signals import install_stop_handlers
 from svc.runtime.support import SvcError
-from svc.runtime.watchdog import Watchdog
+from svc.runtime.watchdog import watch_loop
 
 WAIT_VARIABLE = "SVC_HTTP_REQUEST_WAIT_SECONDS"
 #: Requests in flight at shutdown get their processing limit and a little more; then the
@@ -55,22 +55,16 @@ async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
             if isinstance(wait, SvcError):
                 return wait
             return await workers.supervise(db, port, routes, count, serve_worker)
-    watchdog = Watchdog(asyncio.get_running_loop())
-    try:
+    with watch_loop(asyncio.get_running_loop()):
         return await _serve(db, port, routes)
-    finally:
-        watchdog.stop()
 
 
 async def serve_worker(db: Any, listener: socket.socket, routes: list[Route],
                        ready: Callable[[], None]) -> None | SvcError:
     """One worker process of several: serve on the `listener` the supervisor made, and call
     `ready()` where a single server prints its listening line (the supervisor prints it once)."""
-    watchdog = Watchdog(asyncio.get_running_loop())
-    try:
+    with watch_loop(asyncio.get_running_loop()):
         return await _serve(db, listener.getsockname()[1], routes, listener, ready)
-    finally:
-        watchdog.stop()
 
 
 async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socket | None = None,
@@ -101,19 +95,15 @@ async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socke
     stop = asyncio.Event()
     # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
     # it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it short.
-    installed = install_stop_handlers(loop, stop)
-    if ready is None:
-        print(f"listening on http://127.0.0.1:{bound}", flush=True)
-    else:
-        ready()
-    try:
-        await stop.wait()
-    finally:
+    with stop_on_signals(loop, stop):
+        if ready is None:
+            print(f"listening on http://127.0.0.1:{bound}", flush=True)
+        else:
+            ready()
         try:
-            await shut_down(app, server)
+            await stop.wait()
         finally:
-            for signum in installed:
-                loop.remove_signal_handler(signum)
+            await shut_down(app, server)
     return None
 
 
@@ -177,13 +167,6 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
     app.sweeper.stop()
     app.log.flush()
     try:
-        _close_databases()
+        close_databases()
     finally:
         sys.stdout.flush()
-
-
-def _close_databases() -> None:
-    """Stop the database threads, if the program opened any (svc.runtime.db is imported by then)."""
-    db_module = sys.modules.get("svc.runtime.db")
-    if db_module is not None:
-        db_module.close_all()

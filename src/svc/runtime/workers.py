@@ -33,12 +33,13 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from svc.contract import PROCESSING_LIMIT, Route
-from svc.runtime.signals import STOP_SIGNALS, install_stop_handlers, stop_when_parent_dies
+from svc.process import (STOP_SIGNALS, close_databases, database_module, flush_quietly,
+                         new_event_loop, stop_on_signals, stop_when_parent_dies)
 from svc.runtime.support import SvcError
 
 VARIABLE = "SVC_WORKERS"
@@ -55,7 +56,7 @@ STOP_SECONDS = 2 * PROCESSING_LIMIT + 5.0
 
 #: server.serve_worker(db, listener, routes, ready): one worker's server, passed in so that
 #: this module does not import the server (which imports this one).
-ServeWorker = Callable[[Any, socket.socket, list, Callable[[], None]], Awaitable[Any]]
+ServeWorker = Callable[[Any, socket.socket, list[Route], Callable[[], None]], Awaitable[Any]]
 
 
 def worker_count_from_env() -> int | SvcError:
@@ -93,7 +94,7 @@ async def supervise(db: Any, port: int, routes: list[Route], count: int,
         return await supervisor.run()
     finally:
         listener.close()
-        _close_databases()
+        close_databases()
 
 
 def _startup_problem(port: Any) -> SvcError | None:
@@ -103,7 +104,7 @@ def _startup_problem(port: Any) -> SvcError | None:
                                    f"fork worker processes, and this one cannot")
     if not isinstance(port, int) or not 0 <= port <= 65535:
         return SvcError("invalid", f"invalid port {port}")
-    db_module = sys.modules.get("svc.runtime.db")
+    db_module = database_module()
     if db_module is not None and ":memory:" in db_module.open_database_paths():
         return SvcError("invalid", f"{VARIABLE} above 1 cannot serve an in-memory database "
                                    f"(:memory:): each worker would see a different one; "
@@ -167,17 +168,11 @@ def _worker_listener(supervisor_socket: socket.socket) -> socket.socket:
     return own
 
 
-def _close_databases() -> None:
-    db_module = sys.modules.get("svc.runtime.db")
-    if db_module is not None:
-        db_module.close_all()
-
-
 @dataclass
 class Worker:
     pid: int
     started: float  # time.monotonic() at fork
-    report: asyncio.Task | None = None  # reads its startup report: "ready" or an error line
+    report: asyncio.Task[str]  # reads its startup report: "ready" or an error line
 
 
 class Supervisor:
@@ -195,8 +190,7 @@ class Supervisor:
         self.loop = asyncio.get_running_loop()
 
     async def run(self) -> None | SvcError:
-        installed = install_stop_handlers(self.loop, self.stop)
-        try:
+        with stop_on_signals(self.loop, self.stop):
             failure = await self._start_all()
             if failure is None and not self.stop.is_set():
                 port = self.listener.getsockname()[1]
@@ -204,9 +198,6 @@ class Supervisor:
                 await self._watch()
             await self._stop_all()
             return failure
-        finally:
-            for signum in installed:
-                self.loop.remove_signal_handler(signum)
 
     async def _start_all(self) -> SvcError | None:
         """Fork every worker and wait until each is listening; the first failure stops all."""
@@ -215,7 +206,8 @@ class Supervisor:
             self.workers[slot] = self._fork()
         reports = asyncio.gather(*(w.report for w in self.workers.values()))
         stopped = asyncio.ensure_future(self.stop.wait())
-        done, _ = await asyncio.wait({reports, stopped}, timeout=STARTUP_SECONDS,
+        either: set[asyncio.Future[Any]] = {reports, stopped}
+        done, _ = await asyncio.wait(either, timeout=STARTUP_SECONDS,
                                      return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
         if reports not in done:
@@ -281,8 +273,7 @@ class Supervisor:
             _signal(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         for worker in self.workers.values():
-            if worker.report is not None:
-                worker.report.cancel()
+            worker.report.cancel()
 
 
 def _reap(pid: int) -> str | None:
@@ -313,7 +304,7 @@ def _log(message: str) -> None:
         pass
 
 
-def _log_failed_start(report: asyncio.Task) -> None:
+def _log_failed_start(report: asyncio.Task[str]) -> None:
     if not report.cancelled() and report.result() not in ("ready", ""):
         _log(f"a new worker could not start: {report.result()}")
 
@@ -343,7 +334,7 @@ async def _read_report(fd: int) -> str:
 
 # --- inside a worker process --------------------------------------------------------------------
 
-def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
+def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask: Iterable[int]) -> int:
     """The worker: leave the parent's loop behind, reopen the databases, serve on a new loop.
 
     The exit status is 0 after a graceful stop, 1 when it could not serve (its reason went to
@@ -363,9 +354,9 @@ def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
     try:
         _leave_parent_loop(signal_mask)
         stop_when_parent_dies()
-        loop = _new_event_loop()
+        loop = new_event_loop()
         asyncio.set_event_loop(loop)
-        db_module = sys.modules.get("svc.runtime.db")
+        db_module = database_module()
         if db_module is not None:
             problem = loop.run_until_complete(db_module.reopen_after_fork())
             if isinstance(problem, SvcError):
@@ -382,14 +373,10 @@ def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask) -> int:
         report(f"internal error in a worker: {type(exc).__name__}: {exc}")
         return 1
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
+        flush_quietly(sys.stdout, sys.stderr)
 
 
-def _leave_parent_loop(signal_mask) -> None:
+def _leave_parent_loop(signal_mask: Iterable[int]) -> None:
     """Forget the supervisor's event loop (never close it: its epoll set is shared with the
     parent) and its signal handling, then let signals in again."""
     asyncio.events._set_running_loop(None)
@@ -397,11 +384,3 @@ def _leave_parent_loop(signal_mask) -> None:
     for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)  # until the worker's loop installs its own
     signal.pthread_sigmask(signal.SIG_SETMASK, signal_mask)
-
-
-def _new_event_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()

@@ -11,8 +11,8 @@ the test with the line it happened at, and the run goes on with the next test.
 
 The time limit (why in-process, and how): a test that awaits is stopped by `asyncio.timeout`
 at its limit. A test that computes without awaiting never gives the loop a chance, so a
-watchdog thread raises `TimeLimitExceeded` inside it (PyThreadState_SetAsyncExc, as the server's
-watchdog does) shortly after the limit. Running the tests in this process keeps a run fast (one
+watchdog thread (`svc.process.Watchdog`, the server's kind) raises `TimeLimitExceeded` inside it
+shortly after the limit. Running the tests in this process keeps a run fast (one
 compile, no interpreter start per test); only a test stuck inside one long C call (a huge
 string operation) cannot be interrupted before that call returns.
 """
@@ -20,17 +20,17 @@ string operation) cannot be interrupted before that call returns.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import inspect
 import os
 import sys
-import threading
 import time
 import traceback
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
+from svc import process
 from svc.compiler.front import syntax
 from svc.compiler.codegen.generator import global_name
 from svc.compiler.diagnostics import Diagnostic, escape_controls
@@ -126,10 +126,9 @@ def _signature_problem(program: CheckedProgram, decl: syntax.FunctionDef) -> str
 def run_tests(code: list[tuple[str, types.CodeType]], tests: list[SvcTest],
               timeout: float, base_dir: str | None, out: TextIO) -> int:
     """Run each test, print one line per test and the summary line; 1 if any failed."""
-    from svc.contract import RECURSION_LIMIT
     from svc.runtime.db import set_base_directory
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+    process.raise_recursion_limit()
     set_base_directory(base_dir)
     passed = failed = 0
     width = max((len(t.name) for t in tests), default=0)
@@ -159,7 +158,7 @@ def run_one(code: list[tuple[str, types.CodeType]], test: SvcTest, timeout: floa
     except BaseException as exc:  # noqa: BLE001 - whatever the test did, the run goes on
         return Outcome(False, time.monotonic() - started, _failure_lines(exc, test, timeout))
     finally:
-        _close_databases()
+        process.close_databases()
     seconds = time.monotonic() - started
     if isinstance(result, SvcError):
         return Outcome(False, seconds, (
@@ -168,16 +167,15 @@ def run_one(code: list[tuple[str, types.CodeType]], test: SvcTest, timeout: floa
     return Outcome(True, seconds)
 
 
-def _call_with_limit(function, timeout: float):
+def _call_with_limit(function: Callable[[], Any], timeout: float) -> Any:
     """Call the test (awaiting an async one on a fresh loop), stopped after `timeout`."""
-    with _Watchdog(timeout + WATCHDOG_GRACE):
+    with process.Watchdog(TimeLimitExceeded, timeout + WATCHDOG_GRACE, "svc-test-watchdog"):
         if not inspect.iscoroutinefunction(function):
             return function()
-        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-            return runner.run(_bounded(function, timeout))
+        return process.run(_bounded(function, timeout))
 
 
-async def _bounded(function, timeout: float):
+async def _bounded(function: Callable[[], Any], timeout: float) -> Any:
     limit = asyncio.timeout(timeout)
     try:
         async with limit:
@@ -186,59 +184,6 @@ async def _bounded(function, timeout: float):
         if limit.expired():
             raise TimeLimitExceeded() from exc
         raise
-
-
-def _loop_factory():
-    try:
-        import uvloop
-    except ImportError:  # Windows: plain asyncio, as `svcc run` uses there
-        return None
-    return uvloop.new_event_loop
-
-
-def _close_databases() -> None:
-    from svc.runtime.db import close_all
-
-    close_all()
-
-
-class _Watchdog:
-    """Raises `TimeLimitExceeded` in this thread after `seconds`, unless the block ended first.
-
-    The lock makes "ended" and "fired" exclusive; an exception fired but not yet delivered
-    when the block ends is withdrawn (SetAsyncExc with NULL), so it can never land after
-    the test."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.target = threading.get_ident()
-        self.lock = threading.Lock()
-        self.ended = threading.Event()
-        self.fired = False
-
-    def __enter__(self) -> _Watchdog:
-        threading.Thread(target=self._watch, name="svc-test-watchdog", daemon=True).start()
-        return self
-
-    def _watch(self) -> None:
-        if self.ended.wait(self.seconds):
-            return
-        with self.lock:
-            if not self.ended.is_set():
-                self.fired = True
-                _set_async_exc(self.target, TimeLimitExceeded)
-
-    def __exit__(self, *exc_info) -> None:
-        with self.lock:
-            self.ended.set()
-            if self.fired:
-                _set_async_exc(self.target, None)
-
-
-def _set_async_exc(thread_id: int, exc_class: type[BaseException] | None) -> None:
-    """Raise `exc_class` in the thread at its next bytecode; None withdraws a pending one."""
-    value = ctypes.py_object(exc_class) if exc_class is not None else ctypes.py_object()
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), value)
 
 
 # --- reporting --------------------------------------------------------------------------------
@@ -252,12 +197,8 @@ def _failure_lines(exc: BaseException, test: SvcTest, timeout: float) -> tuple[s
         return (f"{exc.where}: {exc.headline}", *(f"  {d}" for d in exc.details))
     if isinstance(exc, TimeLimitExceeded):
         text = f"timed out after {_seconds(timeout)} (--timeout SECONDS sets the limit)"
-    elif isinstance(exc, RecursionError):
-        text = "recursion too deep"
-    elif isinstance(exc, SvcFault):
-        text = str(exc)
     else:
-        text = f"internal fault: {type(exc).__name__}: {exc}"
+        text = process.fault_text(exc)
     frames = _svc_frames(exc)
     in_test = [f for f in frames if f.filename == test.file]
     where = in_test[-1] if in_test else None
@@ -271,7 +212,7 @@ def _failure_lines(exc: BaseException, test: SvcTest, timeout: float) -> tuple[s
 def _svc_frames(exc: BaseException) -> list[traceback.FrameSummary]:
     """The frames in svc code where `exc` was raised, outermost first; for a time-out raised
     by asyncio, those of the cancelled test (the exception it was raised from)."""
-    seen = exc
+    seen: BaseException | None = exc
     while seen is not None:
         frames = [f for f in traceback.extract_tb(seen.__traceback__)
                   if f.filename.endswith(".svc")]
@@ -305,7 +246,8 @@ def test_command(file: str | None, project: str | None, timeout: float) -> int:
         return 2
     test_files = find_test_files(file, project)
     checked = pipeline.check(pipeline.Target(file=file, project=project, tests=test_files))
-    tests, diagnostics = [], []
+    tests: list[SvcTest] = []
+    diagnostics: list[Diagnostic] = []
     if not isinstance(checked, pipeline.Failed):
         tests, diagnostics = collect_tests(checked.program, test_files)
     if isinstance(checked, pipeline.Failed) or diagnostics:

@@ -23,6 +23,7 @@ import threading
 import watchfiles
 
 from svc import pipeline
+from svc.process import on_sigterm
 from svc.compiler.diagnostics import render_all
 
 #: How long file events are gathered into one change (an editor's save is several events).
@@ -124,11 +125,10 @@ class Watcher:
 def watch_and_serve(target: pipeline.Target) -> int:
     """`svcc run --watch`: serve until Ctrl+C (or SIGTERM), then stop the server; exit 0."""
     watcher = Watcher(target)
-    previous = signal.signal(signal.SIGTERM, lambda *_: watcher.stop.set())
     try:
-        return watcher.run()
+        with on_sigterm(lambda *_: watcher.stop.set()):
+            return watcher.run()
     except KeyboardInterrupt:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
         watcher.stop_server()
