@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from svc.compiler.front import syntax as ast
+from svc.compiler.front import syntax
 from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile
 
 
-def module(text: str) -> ast.Module:
+def module(text: str) -> syntax.Module:
     tree, diagnostics = parse(SourceFile("t.svc", text))
     assert diagnostics == [], [(d.span.line, d.span.col, d.message) for d in diagnostics]
     return tree
@@ -17,45 +17,45 @@ def errors(text: str) -> list[tuple[int, int, str]]:
     return [(d.span.line, d.span.col, d.message) for d in parse(SourceFile("t.svc", text))[1]]
 
 
-def body(text: str) -> list[ast.Stmt]:
+def body(text: str) -> list[syntax.Stmt]:
     """The statements of `def f():` with `text` as its (indented) body."""
     indented = "".join("    " + line + "\n" for line in text.splitlines())
     return module("def f():\n" + indented).items[0].body
 
 
-def expr(text: str) -> ast.Expr:
+def expr(text: str) -> syntax.Expr:
     stmt = body(text)[0]
-    assert isinstance(stmt, ast.ExprStmt)
+    assert isinstance(stmt, syntax.ExprStmt)
     return stmt.expr
 
 
 def show(node) -> str:
     """A compact prefix form of an expression, to assert tree shapes."""
-    if isinstance(node, ast.Binary):
+    if isinstance(node, syntax.Binary):
         return f"({node.op} {show(node.left)} {show(node.right)})"
-    if isinstance(node, ast.Unary):
+    if isinstance(node, syntax.Unary):
         return f"({node.op} {show(node.operand)})"
-    if isinstance(node, ast.Await):
+    if isinstance(node, syntax.Await):
         return f"(await {show(node.value)})"
-    if isinstance(node, ast.Try):
+    if isinstance(node, syntax.Try):
         return f"(try {show(node.value)})"
-    if isinstance(node, ast.Name):
+    if isinstance(node, syntax.Name):
         return node.id
-    if isinstance(node, (ast.IntLit, ast.FloatLit, ast.BoolLit)):
+    if isinstance(node, (syntax.IntLit, syntax.FloatLit, syntax.BoolLit)):
         return str(node.value)
-    if isinstance(node, ast.StrLit):
+    if isinstance(node, syntax.StrLit):
         return repr(node.value)
-    if isinstance(node, ast.NoneLit):
+    if isinstance(node, syntax.NoneLit):
         return "None"
-    if isinstance(node, ast.UnitLit):
+    if isinstance(node, syntax.UnitLit):
         return "()"
-    if isinstance(node, ast.Attribute):
+    if isinstance(node, syntax.Attribute):
         return f"{show(node.value)}.{node.attr}"
-    if isinstance(node, ast.Index):
+    if isinstance(node, syntax.Index):
         return f"{show(node.value)}[{show(node.index)}]"
-    if isinstance(node, ast.ListLit):
+    if isinstance(node, syntax.ListLit):
         return "[" + ", ".join(show(e) for e in node.elements) + "]"
-    if isinstance(node, ast.Call):
+    if isinstance(node, syntax.Call):
         types = "[" + ", ".join(show_type(t) for t in node.type_args) + "]" if node.type_args \
             else ""
         args = [show(a) for a in node.args] + [f"{k.name}={show(k.value)}" for k in node.keywords]
@@ -64,7 +64,7 @@ def show(node) -> str:
 
 
 def show_type(node) -> str:
-    if isinstance(node, ast.OptionalType):
+    if isinstance(node, syntax.OptionalType):
         return show_type(node.inner) + "?"
     if node.args:
         return f"{node.name}[{', '.join(show_type(a) for a in node.args)}]"
@@ -152,12 +152,12 @@ def test_control_flow() -> None:
     stmts = body("if a:\n    pass\nelif b:\n    pass\nelif c: pass\nelse:\n    return 1\n"
                  "while x: break\nfor v in xs:\n    continue\nreturn")
     chain = stmts[0]
-    assert isinstance(chain, ast.If) and isinstance(chain.orelse[0], ast.If)
-    assert isinstance(chain.orelse[0].orelse[0], ast.If)
-    assert isinstance(chain.orelse[0].orelse[0].orelse[0], ast.Return)
-    assert isinstance(stmts[1], ast.While) and isinstance(stmts[1].body[0], ast.Break)
-    assert isinstance(stmts[2], ast.For) and stmts[2].var == "v"
-    assert isinstance(stmts[3], ast.Return) and stmts[3].value is None
+    assert isinstance(chain, syntax.If) and isinstance(chain.orelse[0], syntax.If)
+    assert isinstance(chain.orelse[0].orelse[0], syntax.If)
+    assert isinstance(chain.orelse[0].orelse[0].orelse[0], syntax.Return)
+    assert isinstance(stmts[1], syntax.While) and isinstance(stmts[1].body[0], syntax.Break)
+    assert isinstance(stmts[2], syntax.For) and stmts[2].var == "v"
+    assert isinstance(stmts[3], syntax.Return) and stmts[3].value is None
 
 
 def test_match_patterns() -> None:
@@ -279,7 +279,7 @@ def test_long_chains_do_not_recurse() -> None:
     while chain.orelse:
         chain, depth = chain.orelse[0], depth + 1
     assert depth == 2999
-    assert isinstance(expr(" + ".join(["1"] * 1001)), ast.Binary)  # 1,000 operators, the most
+    assert isinstance(expr(" + ".join(["1"] * 1001)), syntax.Binary)  # 1,000 operators, the most
 
 
 def test_an_expression_with_more_than_1000_operators_is_a_diagnostic() -> None:

@@ -13,7 +13,7 @@ one.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Mapping, TypeGuard
 
 from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
@@ -99,7 +99,8 @@ class _Loader:
         self.diagnostics: list[Diagnostic] = []
         self.loaded: dict[str, str] = {}  # real path -> display path, once parsed
 
-    def readable(self, source: SourceFile | None, diagnostics: list[Diagnostic]) -> bool:
+    def readable(self, source: SourceFile | None, diagnostics: list[Diagnostic]
+                 ) -> TypeGuard[SourceFile]:
         """Was the file read cleanly? A file that is not UTF-8 is kept for showing its
         diagnostic, but not parsed."""
         if source is not None and diagnostics:

@@ -12,6 +12,7 @@ Token kinds: "name", "int", "float", "str", "fstr" (lex_fstring.py), "newline", 
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.lex_fstring import scan_fstring
@@ -74,6 +75,11 @@ class Token:
         self.line = line
         self.col = col
         self.end_col = end_col
+
+    @property
+    def text(self) -> str:
+        """The value of a token that holds text: a name, a keyword, a string literal."""
+        return str(self.value)
 
     @property
     def span(self) -> Span:
@@ -207,7 +213,7 @@ class _Lexer:
                     return text.index("}", pos)
                 pos = self.bad_chars(number, text, pos, in_braces)
                 continue
-            kind = m.lastgroup
+            kind = cast(str, m.lastgroup)  # every alternative of _MASTER is a named group
             stop = m.end()
             pos = m.start(kind)
             if kind == "name":

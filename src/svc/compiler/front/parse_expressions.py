@@ -8,7 +8,9 @@ of this recursive parser or of the passes after it.
 
 from __future__ import annotations
 
-from svc.compiler.front import syntax as ast
+from typing import cast
+
+from svc.compiler.front import syntax
 from svc.compiler.front.lexer import Token
 from svc.compiler.front.parse_cursor import ParseError, TokenCursor
 from svc.contract import I64_MAX
@@ -32,42 +34,42 @@ class ExpressionParser(TokenCursor):
 
     # --- types --------------------------------------------------------------------------------
 
-    def type_expr(self) -> ast.TypeExpr:
+    def type_expr(self) -> syntax.TypeExpr:
         self.nest()
         try:
             return self.type_expr_body()
         finally:
             self.depth -= 1
 
-    def type_expr_body(self) -> ast.TypeExpr:
+    def type_expr_body(self) -> syntax.TypeExpr:
         start = self.tok
         if self.accept("["):
             inner = self.type_expr()
             self.expect("]", "']' after the list element type")
-            node: ast.TypeExpr = ast.NamedType(self.span_from(start), "List", [inner])
+            node: syntax.TypeExpr = syntax.NamedType(self.span_from(start), "List", [inner])
         elif self.at("name") or self.at("None"):
             name = self.advance()
-            args: list[ast.TypeExpr] = []
+            args: list[syntax.TypeExpr] = []
             if self.accept("["):
                 while True:
                     args.append(self.type_expr())
                     if not self.accept(",") or self.at("]"):
                         break
                 self.expect("]", "',' or ']' in the type arguments")
-            node = ast.NamedType(self.span_from(start), str(name.value), args)
+            node = syntax.NamedType(self.span_from(start), str(name.value), args)
         elif self.at("(") and self.peek().kind == ")":
             self.advance()
             self.advance()
-            node = ast.NamedType(self.span_from(start), "unit")
+            node = syntax.NamedType(self.span_from(start), "unit")
         else:
             raise self.fail(f"expected a type, found {self.tok.describe()}")
         while self.accept("?"):
-            node = ast.OptionalType(self.span_from(start), node)
+            node = syntax.OptionalType(self.span_from(start), node)
         return node
 
     # --- expressions --------------------------------------------------------------------------
 
-    def expr(self, min_prec: int = 1) -> ast.Expr:
+    def expr(self, min_prec: int = 1) -> syntax.Expr:
         """Precedence climbing over the binary operators (all left-associative) and `not`."""
         if self.depth == 0:
             self.operators = 0
@@ -77,11 +79,11 @@ class ExpressionParser(TokenCursor):
         finally:
             self.depth -= 1
 
-    def climb(self, min_prec: int) -> ast.Expr:
+    def climb(self, min_prec: int) -> syntax.Expr:
         if self.tok.kind == "not" and min_prec <= NOT_PREC:
             start = self.advance()
             operand = self.expr(NOT_PREC)
-            left: ast.Expr = ast.Unary(self.span_from(start), "not", operand)
+            left: syntax.Expr = syntax.Unary(self.span_from(start), "not", operand)
         else:
             left = self.unary()
         while True:
@@ -95,11 +97,11 @@ class ExpressionParser(TokenCursor):
                                 "split it into several statements")
             self.advance()
             right = self.expr(prec + 1)
-            left = ast.Binary(left.span.to(right.span), op, left, right)
+            left = syntax.Binary(left.span.to(right.span), op, left, right)
             if prec == COMPARISON_PREC and self.tok.kind in COMPARISONS:
                 raise self.fail("comparisons cannot be chained; combine them with 'and'")
 
-    def unary(self) -> ast.Expr:
+    def unary(self) -> syntax.Expr:
         if not self.at("-"):
             return self.prefix()
         start = self.advance()
@@ -109,16 +111,16 @@ class ExpressionParser(TokenCursor):
         finally:
             self.depth -= 1
         span = self.span_from(start)
-        if isinstance(operand, ast.IntLit):
+        if isinstance(operand, syntax.IntLit):
             # `-` on an integer literal is folded, so -9223372036854775808 is an i64.
             if operand.value == -(I64_MAX + 1):
                 self.report(f"integer literal {I64_MAX + 1} does not fit in i64", span)
-            return ast.IntLit(span, -operand.value)
-        if isinstance(operand, ast.FloatLit):
-            return ast.FloatLit(span, -operand.value)
-        return ast.Unary(span, "-", operand)
+            return syntax.IntLit(span, -operand.value)
+        if isinstance(operand, syntax.FloatLit):
+            return syntax.FloatLit(span, -operand.value)
+        return syntax.Unary(span, "-", operand)
 
-    def prefix(self) -> ast.Expr:
+    def prefix(self) -> syntax.Expr:
         kind = self.tok.kind
         if kind != "await" and kind != "try":
             return self.postfix()
@@ -128,17 +130,17 @@ class ExpressionParser(TokenCursor):
             operand = self.prefix()
         finally:
             self.depth -= 1
-        node = ast.Await if kind == "await" else ast.Try
+        node = syntax.Await if kind == "await" else syntax.Try
         return node(self.span_from(start), operand)
 
-    def postfix(self) -> ast.Expr:
+    def postfix(self) -> syntax.Expr:
         node = self.atom()
         while True:
             kind = self.tok.kind
             if kind == ".":
                 self.advance()
                 attr = self.expect("name", "a field name after '.'")
-                node = ast.Attribute(self.span_from(node.span), node, attr.value)
+                node = syntax.Attribute(self.span_from(node.span), node, attr.text)
             elif kind == "(":
                 node = self.call(node, [])
             elif kind == "[":
@@ -150,7 +152,7 @@ class ExpressionParser(TokenCursor):
             else:
                 return node
 
-    def try_type_args(self) -> list[ast.TypeExpr] | None:
+    def try_type_args(self) -> list[syntax.TypeExpr] | None:
         """`[T, ...]` immediately followed by `(`: the type arguments of a generic call.
         Anything else (`xs[i]`) is left for indexing; nothing is consumed then."""
         save = self.pos
@@ -171,7 +173,7 @@ class ExpressionParser(TokenCursor):
         self.prev = self.tokens[save - 1]
         return None
 
-    def index(self, value: ast.Expr) -> ast.Expr:
+    def index(self, value: syntax.Expr) -> syntax.Expr:
         self.advance()
         if self.at("]"):
             raise self.fail("expected an index inside '[]'")
@@ -181,18 +183,18 @@ class ExpressionParser(TokenCursor):
         if self.at(","):
             raise self.fail("an index is a single expression")
         self.expect("]", "']' after the index")
-        return ast.Index(self.span_from(value.span), value, index)
+        return syntax.Index(self.span_from(value.span), value, index)
 
-    def call(self, func: ast.Expr, type_args: list[ast.TypeExpr]) -> ast.Call:
+    def call(self, func: syntax.Expr, type_args: list[syntax.TypeExpr]) -> syntax.Call:
         opener = self.advance()  # '('
-        args: list[ast.Expr] = []
-        keywords: list[ast.Keyword] = []
+        args: list[syntax.Expr] = []
+        keywords: list[syntax.Keyword] = []
         while not self.at(")"):
             if self.at("name") and self.peek().kind == "=":
                 name = self.advance()
                 self.advance()
                 value = self.expr()
-                keywords.append(ast.Keyword(self.span_from(name), str(name.value), value))
+                keywords.append(syntax.Keyword(self.span_from(name), str(name.value), value))
             else:
                 arg = self.expr()
                 if keywords:
@@ -202,7 +204,7 @@ class ExpressionParser(TokenCursor):
             if not self.accept(","):
                 break
         self.close(opener, "',' or ')' in the argument list")
-        return ast.Call(self.span_from(func.span), func, args, keywords, type_args)
+        return syntax.Call(self.span_from(func.span), func, args, keywords, type_args)
 
     def close(self, opener: Token, what: str) -> None:
         """Expect the bracket closing `opener`; when it is missing on a later line, say which
@@ -214,40 +216,42 @@ class ExpressionParser(TokenCursor):
             if self.tok.line != opener.line else ""
         raise self.fail(f"expected {what}{where}, found {self.tok.describe()}")
 
-    def atom(self) -> ast.Expr:
+    def atom(self) -> syntax.Expr:
         tok = self.tok
         kind = tok.kind
         if kind == "name":
             self.advance()
-            return ast.Name(tok.span, str(tok.value))
+            return syntax.Name(tok.span, str(tok.value))
         if kind == "int":
             self.advance()
-            if tok.value > I64_MAX and not (tok.value == I64_MAX + 1 and self.negated()):
-                self.report(f"integer literal {tok.value} does not fit in i64", tok.span)
-            return ast.IntLit(tok.span, tok.value)
+            value = cast(int, tok.value)  # the lexer decodes a number token's value
+            if value > I64_MAX and not (value == I64_MAX + 1 and self.negated()):
+                self.report(f"integer literal {value} does not fit in i64", tok.span)
+            return syntax.IntLit(tok.span, value)
         if kind == "str":
             self.advance()
-            return ast.StrLit(tok.span, str(tok.value))
+            return syntax.StrLit(tok.span, str(tok.value))
         if kind == "float":
             self.advance()
-            return ast.FloatLit(tok.span, tok.value)
+            return syntax.FloatLit(tok.span, cast(float, tok.value))
         if kind == "fstr":
             self.advance()
-            return ast.FString(tok.span, [p if isinstance(p, str) else self.embedded(p)
-                                          for p in tok.value])
+            parts = cast(list, tok.value)  # text, and each `{expr}`'s tokens (lex_fstring.py)
+            return syntax.FString(tok.span, [p if isinstance(p, str) else self.embedded(p)
+                                             for p in parts])
         if kind in ("True", "False"):
             self.advance()
-            return ast.BoolLit(tok.span, kind == "True")
+            return syntax.BoolLit(tok.span, kind == "True")
         if kind == "None":
             self.advance()
-            return ast.NoneLit(tok.span)
+            return syntax.NoneLit(tok.span)
         if kind == "(":
             return self.parenthesized()
         if kind == "[":
             return self.list_literal()
         raise self.fail(f"expected an expression, found {tok.describe()}")
 
-    def embedded(self, tokens: list[Token]) -> ast.Expr:
+    def embedded(self, tokens: list[Token]) -> syntax.Expr:
         """The expression between an f-string's braces, parsed from its own tokens (they
         end with the `}`), then back to the tokens of the line."""
         saved = self.tokens, self.pos, self.tok, self.prev
@@ -271,25 +275,25 @@ class ExpressionParser(TokenCursor):
                 and (minus.span.end_line, minus.span.end_col) == (literal.span.line, literal.span.col)
                 and (self.pos < 3 or self.tokens[self.pos - 3].kind not in _VALUE_END))
 
-    def parenthesized(self) -> ast.Expr:
+    def parenthesized(self) -> syntax.Expr:
         start = self.advance()
         if self.accept(")"):
-            return ast.UnitLit(self.span_from(start))
+            return syntax.UnitLit(self.span_from(start))
         inner = self.expr()
         if self.at(","):
             raise self.fail("tuples are not supported")
         self.close(start, "')'")
         return inner
 
-    def list_literal(self) -> ast.ListLit:
+    def list_literal(self) -> syntax.ListLit:
         start = self.advance()
-        elements: list[ast.Expr] = []
+        elements: list[syntax.Expr] = []
         while not self.at("]"):
             elements.append(self.expr())
             if not self.accept(","):
                 break
         self.close(start, "',' or ']' in the list")
-        return ast.ListLit(self.span_from(start), elements)
+        return syntax.ListLit(self.span_from(start), elements)
 
 
 #: Token kinds that end an operand: a `-` after one of these is binary, not unary.

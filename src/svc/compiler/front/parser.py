@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from svc.compiler.front import syntax as ast
+from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.lexer import KEYWORDS, Token, tokenize
 from svc.compiler.front.parse_cursor import ParseError
@@ -23,7 +23,7 @@ AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")
 
 
-def parse(source: SourceFile) -> tuple[ast.Module, list[Diagnostic]]:
+def parse(source: SourceFile) -> tuple[syntax.Module, list[Diagnostic]]:
     """Parse one file. Lexical and syntax diagnostics are returned together."""
     # Nesting is capped at MAX_DEPTH levels, a few frames each: make sure Python allows that
     # (and the later passes, which recurse over the same tree).
@@ -39,8 +39,8 @@ class Parser(ExpressionParser):
 
     # --- declarations -------------------------------------------------------------------------
 
-    def module(self) -> ast.Module:
-        items: list[ast.Decl] = []
+    def module(self) -> syntax.Module:
+        items: list[syntax.Decl] = []
         while not self.at("eof"):
             start = self.pos
             try:
@@ -51,9 +51,9 @@ class Parser(ExpressionParser):
                 self.synchronize()
             if self.pos == start:
                 self.advance()  # never loop without progress
-        return ast.Module(self.file, items)
+        return syntax.Module(self.file, items)
 
-    def declaration(self) -> ast.Decl | None:
+    def declaration(self) -> syntax.Decl | None:
         kind = self.tok.kind
         if kind == "import":
             return self.import_all()
@@ -77,42 +77,42 @@ class Parser(ExpressionParser):
         if not self.accept("newline") and not self.at("eof"):
             raise self.fail(f"expected end of line, found {self.tok.describe()}")
 
-    def import_all(self) -> ast.Import:
+    def import_all(self) -> syntax.Import:
         start = self.advance()
         path = self.expect("str", "a file name in quotes after 'import'")
         self.end_of_line()
-        return ast.Import(Span(self.file, start.line, start.col, path.line, path.end_col),
-                          path.value)
+        return syntax.Import(Span(self.file, start.line, start.col, path.line, path.end_col),
+                             path.text)
 
-    def import_names(self) -> ast.Import:
+    def import_names(self) -> syntax.Import:
         start = self.advance()
         path = self.expect("str", "a file name in quotes after 'from'")
         self.expect("import", "'import' after the file name")
         names, spans = [], []
         while True:
             name = self.expect("name", "a name to import")
-            names.append(name.value)
+            names.append(name.text)
             spans.append(name.span)
             if not self.accept(","):
                 break
             if self.at("newline"):
                 break
-        node = ast.Import(self.span_from(start), path.value, names, spans)
+        node = syntax.Import(self.span_from(start), path.text, names, spans)
         self.end_of_line()
         return node
 
-    def class_def(self) -> ast.ClassDef:
+    def class_def(self) -> syntax.ClassDef:
         start = self.advance()
         name = self.expect("name", "a class name")
         if self.at("("):
             raise self.fail("classes have no base classes: write 'class Name:'")
         self.expect(":", "':' after the class name")
-        fields: list[ast.Field] = []
+        fields: list[syntax.Field] = []
         span = Span(self.file, start.line, start.col, name.line, name.end_col)
         if self.accept("newline"):
             if not self.accept("indent"):
                 self.report("expected an indented block of fields 'name: Type'", self.tok.span)
-                return ast.ClassDef(span, name.value, name.span, fields)
+                return syntax.ClassDef(span, name.text, name.span, fields)
             while not self.at("dedent") and not self.at("eof"):
                 try:
                     fields.append(self.field())
@@ -121,9 +121,9 @@ class Parser(ExpressionParser):
             self.accept("dedent")
         else:
             fields.append(self.field())
-        return ast.ClassDef(span, name.value, name.span, fields)
+        return syntax.ClassDef(span, name.text, name.span, fields)
 
-    def field(self) -> ast.Field:
+    def field(self) -> syntax.Field:
         if self.tok.kind in ("def", "async", "@"):
             raise self.fail("a class has only fields 'name: Type'; define functions at "
                             "top level")
@@ -137,10 +137,10 @@ class Parser(ExpressionParser):
         if self.at("="):
             raise self.fail("class fields have no default values")
         self.end_of_line()
-        return ast.Field(self.span_from(name), name.value, annotation)
+        return syntax.Field(self.span_from(name), name.text, annotation)
 
-    def routed_function(self) -> ast.FunctionDef:
-        routes: list[ast.RouteAttr] = []
+    def routed_function(self) -> syntax.FunctionDef | syntax.ClassDef:
+        routes: list[syntax.RouteAttr] = []
         attrs: list[Token] = []
         while self.at("@"):
             attrs.append(self.tok)
@@ -158,7 +158,7 @@ class Parser(ExpressionParser):
         function.routes = routes
         return function
 
-    def route_attr(self) -> ast.RouteAttr:
+    def route_attr(self) -> syntax.RouteAttr:
         start = self.advance()
         name = self.expect("name", "a route method after '@' (get, post, put or delete)")
         if name.value not in ROUTE_METHODS:
@@ -176,16 +176,16 @@ class Parser(ExpressionParser):
         if not self.at(")"):
             raise self.fail(f"@{name.value} takes exactly one string literal argument")
         self.advance()
-        return ast.RouteAttr(self.span_from(start), ROUTE_METHODS[name.value], path.value,
-                             path.span)
+        return syntax.RouteAttr(self.span_from(start), ROUTE_METHODS[name.value], path.text,
+                                path.span)
 
-    def function(self) -> ast.FunctionDef:
+    def function(self) -> syntax.FunctionDef:
         start = self.tok
         is_async = bool(self.accept("async"))
         self.expect("def", "'def' after 'async'" if is_async else "'def'")
         name = self.expect("name", "a function name")
         self.expect("(", f"'(' after the function name '{name.value}'")
-        params: list[ast.Param] = []
+        params: list[syntax.Param] = []
         while not self.at(")"):
             params.append(self.param())
             if not self.accept(","):
@@ -197,9 +197,9 @@ class Parser(ExpressionParser):
         header = self.span_from(start)
         self.expect(":", "':' after the function signature")
         body = self.block()
-        return ast.FunctionDef(header, name.value, name.span, params, returns, body, is_async)
+        return syntax.FunctionDef(header, name.text, name.span, params, returns, body, is_async)
 
-    def param(self) -> ast.Param:
+    def param(self) -> syntax.Param:
         name = self.expect("name", "a parameter name")
         if not self.at(":"):
             raise self.fail(f"parameter '{name.value}' needs a type: '{name.value}: Type'",
@@ -208,11 +208,11 @@ class Parser(ExpressionParser):
         annotation = self.type_expr()
         if self.at("="):
             raise self.fail("parameters have no default values")
-        return ast.Param(self.span_from(name), name.value, annotation)
+        return syntax.Param(self.span_from(name), name.text, annotation)
 
     # --- statements ---------------------------------------------------------------------------
 
-    def block(self) -> list[ast.Stmt]:
+    def block(self) -> list[syntax.Stmt]:
         """After a ':': an indented run of statements, or one simple statement on this line."""
         if not self.accept("newline"):
             if self.at("eof"):
@@ -228,7 +228,7 @@ class Parser(ExpressionParser):
         finally:
             self.blocks -= 1
 
-    def statements(self) -> list[ast.Stmt]:
+    def statements(self) -> list[syntax.Stmt]:
         """The statements of an indented block, up to and including its DEDENT."""
         if self.blocks > MAX_BLOCKS:
             self.report(f"blocks nested too deeply (more than {MAX_BLOCKS} levels)",
@@ -237,7 +237,7 @@ class Parser(ExpressionParser):
             self.tok = self.tokens[self.pos]
             self.skip_block()
             return []
-        body: list[ast.Stmt] = []
+        body: list[syntax.Stmt] = []
         while not self.at("dedent") and not self.at("eof"):
             start = self.pos
             try:
@@ -249,7 +249,7 @@ class Parser(ExpressionParser):
         self.accept("dedent")
         return body
 
-    def statement(self) -> ast.Stmt:
+    def statement(self) -> syntax.Stmt:
         kind = self.tok.kind
         if kind in KEYWORDS and self.peek().kind in ("=", "+=", "-=", "*="):
             raise self.fail(f"'{kind}' is a keyword and cannot be used as a variable name")
@@ -259,7 +259,7 @@ class Parser(ExpressionParser):
             start = self.advance()
             test = self.expr()
             self.expect(":", "':' after the condition")
-            return ast.While(self.span_from(start), test, self.block())
+            return syntax.While(self.span_from(start), test, self.block())
         if kind == "for":
             return self.for_stmt()
         if kind == "match":
@@ -274,22 +274,22 @@ class Parser(ExpressionParser):
             raise self.fail(f"'{kind}' is only allowed at top level")
         return self.simple_statement()
 
-    def simple_statement(self) -> ast.Stmt:
+    def simple_statement(self) -> syntax.Stmt:
         stmt = self.simple_statement_body()
         self.end_of_line()
         return stmt
 
-    def simple_statement_body(self) -> ast.Stmt:
+    def simple_statement_body(self) -> syntax.Stmt:
         start = self.tok
         kind = start.kind
         if kind in ("pass", "break", "continue"):
             self.advance()
-            node = {"pass": ast.Pass, "break": ast.Break, "continue": ast.Continue}[kind]
+            node = {"pass": syntax.Pass, "break": syntax.Break, "continue": syntax.Continue}[kind]
             return node(start.span)
         if kind == "return":
             self.advance()
             value = self.expr() if self.tok.kind in EXPR_START else None
-            return ast.Return(self.span_from(start), value)
+            return syntax.Return(self.span_from(start), value)
         if kind == "let":
             return self.let_stmt()
         if kind in ("if", "while", "for", "match", "elif", "else", "case", "def", "async",
@@ -300,22 +300,22 @@ class Parser(ExpressionParser):
             self.check_target(target)
             self.advance()
             value = self.expr()
-            return ast.Assign(self.span_from(start), target, value)
+            return syntax.Assign(self.span_from(start), target, value)
         if self.tok.kind in AUGMENTED:
             self.check_target(target)
             op = AUGMENTED[self.advance().kind]
             value = self.expr()
-            return ast.AugAssign(self.span_from(start), target, op, value)
-        if self.at(":") and isinstance(target, ast.Name):
+            return syntax.AugAssign(self.span_from(start), target, op, value)
+        if self.at(":") and isinstance(target, syntax.Name):
             raise self.fail(f"to declare a typed variable write 'let {target.id}: Type = ...'")
-        return ast.ExprStmt(self.span_from(start), target)
+        return syntax.ExprStmt(self.span_from(start), target)
 
-    def check_target(self, target: ast.Expr) -> None:
-        if not isinstance(target, (ast.Name, ast.Attribute, ast.Index)):
+    def check_target(self, target: syntax.Expr) -> None:
+        if not isinstance(target, (syntax.Name, syntax.Attribute, syntax.Index)):
             raise self.fail("cannot assign to this expression (only to a variable, a field "
                             "'x.f' or an element 'xs[i]')", target.span)
 
-    def let_stmt(self) -> ast.Let:
+    def let_stmt(self) -> syntax.Let:
         start = self.advance()
         name = self.expect("name", "a variable name after 'let'")
         if not self.at(":"):
@@ -324,9 +324,9 @@ class Parser(ExpressionParser):
         annotation = self.type_expr()
         self.expect("=", "'=' and a value (a 'let' always has an initial value)")
         value = self.expr()
-        return ast.Let(self.span_from(start), name.value, name.span, annotation, value)
+        return syntax.Let(self.span_from(start), name.text, name.span, annotation, value)
 
-    def if_stmt(self) -> ast.If:
+    def if_stmt(self) -> syntax.If:
         """`if`/`elif`/`else`, built as nested Ifs in a loop (a long elif chain must not
         recurse)."""
         first = node = self.if_branch()
@@ -342,22 +342,22 @@ class Parser(ExpressionParser):
             node.orelse = self.block()
         return first
 
-    def if_branch(self) -> ast.If:
+    def if_branch(self) -> syntax.If:
         start = self.advance()  # 'if' or 'elif'
         test = self.expr()
         self.expect(":", "':' after the condition")
         span = self.span_from(start)  # the header: a body ends at a NEWLINE or DEDENT token
-        return ast.If(span, test, self.block())
+        return syntax.If(span, test, self.block())
 
-    def for_stmt(self) -> ast.For:
+    def for_stmt(self) -> syntax.For:
         start = self.advance()
         var = self.expect("name", "a loop variable after 'for'")
         self.expect("in", f"'in' after 'for {var.value}'")
         iterable = self.expr()
         self.expect(":", "':' after the loop's iterable")
-        return ast.For(self.span_from(start), var.value, var.span, iterable, self.block())
+        return syntax.For(self.span_from(start), var.text, var.span, iterable, self.block())
 
-    def match_stmt(self) -> ast.Match:
+    def match_stmt(self) -> syntax.Match:
         start = self.advance()
         subject = self.expr()
         self.expect(":", "':' after the match subject")
@@ -365,7 +365,7 @@ class Parser(ExpressionParser):
         self.expect("newline", "the 'case' arms on the following lines")
         if not self.accept("indent"):
             raise self.fail("expected an indented block of 'case' arms")
-        cases: list[ast.Case] = []
+        cases: list[syntax.Case] = []
         while not self.at("dedent") and not self.at("eof"):
             start_pos = self.pos
             try:
@@ -375,19 +375,19 @@ class Parser(ExpressionParser):
             if self.pos == start_pos:
                 self.advance()
         self.accept("dedent")
-        return ast.Match(span, subject, cases)
+        return syntax.Match(span, subject, cases)
 
-    def case(self) -> ast.Case:
+    def case(self) -> syntax.Case:
         start = self.expect("case", "'case' in the match block")
         pattern = self.pattern()
         self.expect(":", "':' after the pattern")
         span = self.span_from(start)
-        return ast.Case(span, pattern, self.block())
+        return syntax.Case(span, pattern, self.block())
 
-    def pattern(self) -> ast.Pattern:
+    def pattern(self) -> syntax.Pattern:
         start = self.tok
         if self.accept("None"):
-            return ast.Pattern(start.span, "None")
+            return syntax.Pattern(start.span, "None")
         if not (self.at("name") and self.tok.value in PATTERNS):
             raise self.fail("expected a pattern: Ok(v), Err(e), Some(v) or None")
         kind = self.advance().value
@@ -396,5 +396,5 @@ class Parser(ExpressionParser):
         binding = name.value
         self.expect(")", f"')' after {kind}({binding}")
         if binding == "_":
-            return ast.Pattern(self.span_from(start), str(kind))
-        return ast.Pattern(self.span_from(start), str(kind), str(binding), name.span)
+            return syntax.Pattern(self.span_from(start), str(kind))
+        return syntax.Pattern(self.span_from(start), str(kind), str(binding), name.span)
