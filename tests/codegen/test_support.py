@@ -50,8 +50,9 @@ def test_index_rejects_negative_and_past_end():
 
 
 def test_conversions():
-    assert s.to_str(2.5) == "2.5" and s.to_str(1.0) == "1.0" and s.to_str(True) == "True"
-    assert s.to_str(-12) == "-12"
+    assert s.format_value(2.5) == "2.5" and s.format_value(1.0) == "1.0"
+    assert s.format_value(True) == "True"
+    assert s.format_value(-12) == "-12"
     assert s.to_i32(2**31 - 1) == 2**31 - 1
     assert s.to_i32(2**31) == s.SvcError("invalid", "2147483648 does not fit in i32")
     assert s.to_f64(3) == 3.0

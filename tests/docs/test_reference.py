@@ -64,12 +64,41 @@ def test_sample_answers_as_the_page_says(tmp_path, sample):
     serve_and_ask(tmp_path, sample)
 
 
-def test_every_builtin_the_compiler_knows_is_in_the_reference():
+BUILTINS_PAGE = REPO / "docs" / "reference" / "builtins.md"
+#: A builtin's signature as the reference writes it: `name(...)`, `async name[T](...) -> R`.
+SIGNATURE = re.compile(r"`((?:async )?(\w+)(?:\[T\])?\(.*?\)(?: -> [^`]+)?)`")
+
+
+def documented_signatures() -> list[tuple[str, str]]:
+    """(name, signature) of every builtin the reference describes: in a `### ` heading, or in
+    the first column of a table (the error makers, the runtime test functions)."""
+    found = []
+    for line in BUILTINS_PAGE.read_text().splitlines():
+        if line.startswith("### "):
+            found += [(name, sig) for sig, name in SIGNATURE.findall(line)]
+        elif line.startswith("| `"):
+            found += [(name, sig) for sig, name in SIGNATURE.findall(line.split("|")[1])]
+    return found
+
+
+def test_every_builtin_the_compiler_knows_is_in_the_overview():
     """The overview table of builtins.md lists exactly the compiler's builtins (and `range`):
     a builtin added without its reference entry, or one removed, fails here."""
-    page = (REPO / "docs" / "reference" / "builtins.md").read_text()
-    rows = [line for line in page.splitlines() if line.startswith("| [")]
+    rows = [line for line in BUILTINS_PAGE.read_text().splitlines() if line.startswith("| [")]
     listed = {name for row in rows for name in re.findall(r"`(\w+)`", row.split("|")[2])}
     assert listed == set(BUILTINS) | {RANGE}
-    for name in listed:  # each with its signature, as `name(`, `async name(` or `name[T](`
-        assert re.search(rf"`(async )?{name}(\[T\])?\(", page), name
+
+
+def test_the_reference_gives_each_builtin_the_signature_of_its_record():
+    """Each builtin is described once, with the signature its record (and so an editor's
+    hover) gives; `range`, which only a `for` loop can call, has no record."""
+    documented = [(name, sig) for name, sig in documented_signatures() if name != RANGE]
+    names = [name for name, _ in documented]
+    assert sorted(names) == sorted(BUILTINS), "each builtin exactly once"
+    for name, signature in documented:
+        assert signature == BUILTINS[name].signature, name
+
+
+def test_every_builtin_has_a_one_sentence_summary():
+    for name, builtin in BUILTINS.items():
+        assert builtin.summary.endswith(".") and "\n" not in builtin.summary, name

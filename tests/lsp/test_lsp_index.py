@@ -1,33 +1,21 @@
 """The data the language server answers from: the builtin descriptions, the overlay of
-unsaved texts, and the definition spans the checker records."""
+unsaved texts, and the definition spans the checker records. (That every builtin's
+description matches the reference is tests/docs/test_reference.py's to check.)"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from svc import pipeline
-from svc.compiler.builtin_docs import DOCS
 from svc.compiler.builtin_table import BUILTINS
 from svc.tools import lsp_index
 
-REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "builtins.md"
 
-
-def test_every_builtin_has_one_description_whose_signature_names_it():
-    assert set(BUILTINS) <= set(DOCS)
-    for name, doc in DOCS.items():
-        assert re.match(rf"(async )?{name}[\[(]", doc.signature), name
-        assert doc.summary.endswith(".") and "\n" not in doc.summary
-
-
-def test_the_described_signatures_are_those_of_the_reference():
-    reference = REFERENCE.read_text()
-    for name in BUILTINS:
-        if name.endswith("_demo") or name.startswith("assert_"):
-            continue  # listed in a table of the reference, with their parameters only
-        signature = DOCS[name].signature
-        assert signature in reference or signature.removeprefix("async ") in reference, name
+def test_a_builtin_is_described_by_its_signature_and_summary():
+    text = lsp_index.describe_builtin("parse_i64")
+    assert text is not None and BUILTINS["parse_i64"].signature in text
+    assert text.endswith(BUILTINS["parse_i64"].summary)
+    assert lsp_index.describe_builtin("no_such_builtin") is None
 
 
 def test_an_overlay_text_is_checked_instead_of_the_file_on_disk(tmp_path):

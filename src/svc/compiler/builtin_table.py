@@ -1,5 +1,17 @@
-"""Signatures of the built-in functions (docs/reference/builtins.md), as data the checker
-interprets.
+"""The built-in functions: one record per builtin, the one place a builtin is defined.
+
+A record holds what every part of the toolchain needs to know about a builtin:
+
+- its signature as the reference (docs/reference/builtins.md) writes it, and a one-line
+  summary: an editor's hover shows both; tests/docs/test_reference.py checks the reference
+  has every signature as written here, and nothing else;
+- its parameters and result, as data the checker interprets (compiler/check/calls.py);
+- what a call lowers to: a function of the runtime, or a form the code generator writes itself
+  (compiler/codegen/builtin_calls.py);
+- the kinds of error it can return, which `svcc openapi` turns into the statuses a route can
+  answer (compiler/check/error_kinds.py).
+
+Adding a builtin is adding its record here, its runtime function and its reference entry.
 
 Most builtins have plain typed parameters. The rest accept a family of types; those families
 are named by the `Kind` strings below, and `Builtin.returns` may name how the result type is
@@ -54,117 +66,262 @@ JSON_TYPE = "json_type"  # a JSON-decodable type
 
 
 @dataclass(frozen=True)
-class Builtin:
+class RuntimeCall:
+    """A call that compiles to `svc.runtime.<module>.<function>(...)`: a generic builtin's
+    type argument first (as a run-time type), then the call's arguments, then, when
+    `call_site`, the call's `file:line` (an assertion's failure names its own line)."""
+    module: str  # of svc.runtime: "support", "stdlib", "db", "compiled.headers", ...
+    function: str
+    call_site: bool = False
+
+
+@dataclass(frozen=True)
+class SpecialForm:
+    """A call that compiles to code of its own, written by compiler/codegen/builtin_calls.py:
+    no runtime function does what it does, or not as cheaply."""
     name: str
+
+
+UNBOXED = SpecialForm("unboxed")  # ok(x), fail(e): the value itself (a Result is unboxed)
+NUMBER_CONVERSION = SpecialForm("number_conversion")  # i64(x), f64(x): nothing if x has the type
+ERROR_FIELD = SpecialForm("error_field")  # error_kind(e), error_message(e): e.kind, e.message
+LIST_APPEND = SpecialForm("list_append")  # append(xs, x): the list's own append method
+EMBEDDED_TEXT = SpecialForm("embedded_text")  # include_text(f): the text, read when compiling
+ABS_BY_TYPE = SpecialForm("abs_by_type")  # abs(x): stdlib abs64, abs32 or absf, by x's type
+WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes)
+
+Lowering = Union[RuntimeCall, SpecialForm]
+
+# Kinds of error a builtin can return (language.md §6):
+INVALID = frozenset({"invalid"})
+#: A database call: database (500), busy (503), timeout (504); a UNIQUE, PRIMARY KEY or
+#: FOREIGN KEY violation is conflict, NOT NULL and CHECK invalid.
+DATABASE_ERRORS = frozenset({"database", "busy", "timeout", "conflict", "invalid"})
+#: The runtime self-tests: an n out of range is invalid; a failed child, actor or worker internal.
+DEMO_ERRORS = frozenset({"invalid", "internal"})
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """One builtin. The checker reads `params`, `returns`, `is_async`, `variadic` and
+    `type_param`; the code generator `lowering`; the editor `signature` and `summary`;
+    `svcc openapi` `errors`."""
+    name: str
+    signature: str  # as the reference writes it: `async db_one[T](db: Db, ...) -> Result[...]`
+    summary: str  # one sentence
     params: tuple[ParamSpec, ...]
     returns: Union[Type, str]
+    lowering: Lowering
     is_async: bool = False
     variadic: ParamSpec | None = None  # extra arguments after `params` (SQL arguments)
     type_param: str | None = None  # constraint of the one type argument, when generic
+    errors: frozenset[str] = frozenset()  # the kinds of the errors it can make
 
 
-def _b(name: str, params: tuple, returns, **kw) -> tuple[str, Builtin]:
-    return name, Builtin(name, params, returns, **kw)
+def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lowering | str,
+       summary: str, *, errors: frozenset[str] = frozenset(), variadic: ParamSpec | None = None,
+       type_param: str | None = None, call_site: bool = False) -> tuple[str, Builtin]:
+    """A record from its signature (which gives the name and whether it is async) and the
+    rest; a lowering written "module.function" is a call of that runtime function."""
+    name = signature.removeprefix("async ").split("(")[0].split("[")[0]
+    if isinstance(lowering, str):
+        module, _, function = lowering.rpartition(".")
+        lowering = RuntimeCall(module, function, call_site)
+    return name, Builtin(name, signature, summary, params, returns, lowering,
+                         signature.startswith("async "), variadic, type_param, errors)
 
 
-_DEMO = dict(is_async=True)
+BUILTINS: dict[str, Builtin] = dict([
+    # general
+    _b("print(text: str)", (STR,), UNIT, "support.print_",
+       "Writes the text and a newline to standard output."),
+    _b("len(x) -> i64", (SIZED,), I64, "support.len_",
+       "The length of a str (in UTF-8 bytes), bytes, view[bytes] or List."),
+    _b("append(xs: List[T], value: T)", (LIST, ELEMENT), UNIT, LIST_APPEND,
+       "Adds value at the end of the list xs."),
+    _b("str(x) -> str", (FORMATTABLE,), STR, "support.format_value",
+       "An i64, i32, f64 or bool as text."),
+    _b("i64(x) -> i64", (INTEGER_OR_FLOAT,), I64, NUMBER_CONVERSION,
+       "Any number as an i64 (an f64 is truncated toward zero)."),
+    _b("i32(x) -> Result[i32, Error]", (INTEGER_OR_FLOAT,), ResultOf(I32), "support.to_i32",
+       "Any number narrowed to i32, or an invalid error when it does not fit.", errors=INVALID),
+    _b("f64(x) -> f64", (INTEGER_OR_FLOAT,), F64, NUMBER_CONVERSION, "Any number as an f64."),
+    _b("copy(x: T) -> T", (ANY,), SAME_AS_ARG, "support.copy",
+       "A deep copy of a value (lists and class instances are shared otherwise)."),
+    _b("parse_i64(text: str) -> Result[i64, Error]", (STR,), ResultOf(I64), "support.parse_i64",
+       "Reads a decimal integer from text, or an invalid error.", errors=INVALID),
+    _b("env(name: str, default: str) -> str", (STR, STR), STR, "support.env",
+       "The environment variable name, or default when it is not set."),
+    _b("async sleep(ms: i64)", (I64,), UNIT, "support.sleep",
+       "Waits ms milliseconds without blocking other tasks."),
+    _b("json_encode(value) -> str", (JSON,), STR, "support.json_encode",
+       "A value of a JSON type as compact JSON text."),
+    _b("json_decode[T](text) -> Result[T, Error]", (TEXT,), RESULT_OF_TYPE_ARG,
+       "support.json_decode", "Decodes JSON text (str, bytes or view[bytes]) into a T, or an "
+       "invalid error saying what and where.", errors=INVALID, type_param=JSON_TYPE),
+    # results and errors
+    _b("ok(value: T)", (OK_VALUE,), FROM_CONTEXT, UNBOXED,
+       "The success of a Result, holding value (ok(()) for Result[unit, Error])."),
+    _b("error(reason: str)", (STR,), FROM_CONTEXT, "support.error",
+       "An error of kind invalid (a 400 from a handler).", errors=INVALID),
+    _b("not_found(reason: str)", (STR,), FROM_CONTEXT, "support.not_found",
+       "An error of kind not_found (a 404 from a handler).", errors=frozenset({"not_found"})),
+    _b("internal_error(reason: str)", (STR,), FROM_CONTEXT, "support.internal_error",
+       "An error of kind internal (a 500; the reason goes to the log only).",
+       errors=frozenset({"internal"})),
+    _b("fail(e: Error)", (ERROR,), FROM_CONTEXT, UNBOXED,
+       "An error that is e itself, kind and message kept."),
+    _b("error_kind(e: Error) -> str", (ERROR,), STR, ERROR_FIELD,
+       "The kind of an error: invalid, not_found, conflict, unauthorized, forbidden, internal, "
+       "database, timeout or busy."),
+    _b("error_message(e: Error) -> str", (ERROR,), STR, ERROR_FIELD, "The message of an error."),
+    _b("conflict(reason: str)", (STR,), FROM_CONTEXT, "support.conflict",
+       "An error of kind conflict (a 409 from a handler).", errors=frozenset({"conflict"})),
+    _b("unauthorized(reason: str)", (STR,), FROM_CONTEXT, "support.unauthorized",
+       "An error of kind unauthorized (a 401 from a handler).",
+       errors=frozenset({"unauthorized"})),
+    _b("forbidden(reason: str)", (STR,), FROM_CONTEXT, "support.forbidden",
+       "An error of kind forbidden (a 403 from a handler).", errors=frozenset({"forbidden"})),
+    # text (the standard library, runtime/stdlib.py)
+    _b("trim(text: str) -> str", (STR,), STR, "stdlib.trim",
+       "The text without Unicode whitespace at either end."),
+    _b("lower(text: str) -> str", (STR,), STR, "stdlib.lower",
+       "The text in lower case (Unicode case mapping)."),
+    _b("upper(text: str) -> str", (STR,), STR, "stdlib.upper",
+       "The text in upper case (Unicode case mapping; ß becomes SS)."),
+    _b("contains(x, part) -> bool", (STR_OR_LIST, PART), BOOL, "stdlib.contains",
+       "Whether a str holds part as a substring, or a List holds an element == part."),
+    _b("starts_with(text: str, prefix: str) -> bool", (STR, STR), BOOL, "stdlib.starts_with",
+       "Whether text begins with prefix."),
+    _b("ends_with(text: str, suffix: str) -> bool", (STR, STR), BOOL, "stdlib.ends_with",
+       "Whether text ends with suffix."),
+    _b("replace(text: str, old: str, new: str) -> str", (STR, STR, STR), STR, "stdlib.replace",
+       "Every non-overlapping old replaced by new (an empty old changes nothing)."),
+    _b("split(text: str, sep: str) -> List[str]", (STR, STR), ListOf(STR), "stdlib.split",
+       "The pieces of text between the seps (an empty sep gives [text])."),
+    _b("join(parts: List[str], sep: str) -> str", (ListOf(STR), STR), STR, "stdlib.join",
+       "The parts with sep between each two."),
+    _b("parse_f64(text: str) -> Result[f64, Error]", (STR,), ResultOf(F64), "stdlib.parse_f64",
+       "Reads a decimal number from text, or an invalid error (no NaN or infinities).",
+       errors=INVALID),
+    _b("to_bytes(text: str) -> bytes", (STR,), BYTES, "stdlib.to_bytes",
+       "The UTF-8 bytes of text."),
+    _b("to_str(data) -> Result[str, Error]", (BYTES_OR_VIEW,), ResultOf(STR), "stdlib.to_str",
+       "UTF-8 bytes or view[bytes] as a str, or an invalid error.", errors=INVALID),
+    # lists
+    _b("slice(xs: List[T], start: i64, end: i64) -> List[T]", (LIST, I64, I64), SAME_AS_ARG,
+       "stdlib.slice_",
+       "A new list of the elements from start up to end, both clamped to 0..len(xs)."),
+    _b("sorted(xs: List[T]) -> List[T]", (SORTABLE_LIST,), SAME_AS_ARG, "stdlib.sorted_",
+       "A new list of the elements in ascending order (i64, i32, f64 or str)."),
+    _b("reversed(xs: List[T]) -> List[T]", (LIST,), SAME_AS_ARG, "stdlib.reversed_",
+       "A new list of the elements in reverse order."),
+    # numbers
+    _b("min(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "stdlib.min_",
+       "The smaller of two numbers of one type."),
+    _b("max(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "stdlib.max_",
+       "The larger of two numbers of one type."),
+    _b("abs(x: T) -> T", (INTEGER_OR_FLOAT,), SAME_AS_ARG, ABS_BY_TYPE,
+       "The absolute value of a number; a fault for the minimum integer."),
+    # time
+    _b("now_ms() -> i64", (), I64, "stdlib.now_ms",
+       "The current Unix time in milliseconds (UTC wall clock)."),
+    _b("rfc3339(ms: i64) -> str", (I64,), STR, "stdlib.rfc3339",
+       "A Unix time in milliseconds as RFC 3339 text in UTC, with three fraction digits."),
+    _b("parse_rfc3339(text: str) -> Result[i64, Error]", (STR,), ResultOf(I64),
+       "stdlib.parse_rfc3339",
+       "RFC 3339 text (Z or an offset) as Unix milliseconds, or an invalid error.",
+       errors=INVALID),
+    # randomness and hashing
+    _b("uuid4() -> str", (), STR, "stdlib.uuid4", "A random UUID in lower-case canonical form."),
+    _b("random_token(n: i64) -> str", (I64,), STR, "stdlib.random_token",
+       "n (1 to 1024) secure random bytes as URL-safe base64 without padding."),
+    _b("sha256_hex(data) -> str", (TEXT,), STR, "stdlib.sha256_hex",
+       "The SHA-256 digest of a str, bytes or view[bytes] in lower-case hex."),
+    _b("hmac_sha256_hex(key, message) -> str", (TEXT, TEXT), STR, "stdlib.hmac_sha256_hex",
+       "The HMAC-SHA256 of message under key (each str, bytes or view[bytes]) in lower-case "
+       "hex."),
+    _b("constant_time_eq(a: str, b: str) -> bool", (STR, STR), BOOL, "stdlib.constant_time_eq",
+       "Whether a == b, in a time that does not depend on where they differ."),
+    # HTTP: request headers, responses (runtime/compiled/headers.py, custom_response.py)
+    _b("header(h: Headers, name: str) -> str?", (HEADERS, STR), Opt(STR),
+       "compiled.headers.header", "The request header field called name (any case), several "
+       "fields of one name joined with \", \", or None."),
+    _b("cookie(h: Headers, name: str) -> str?", (HEADERS, STR), Opt(STR),
+       "compiled.headers.cookie", "The value of the first cookie called name in the "
+       "request's Cookie header(s), or None."),
+    _b("respond(status: i64, body: T) -> Response[T]", (I64, RESPONSE_BODY), RESPONSE_OF_BODY,
+       "compiled.custom_response.respond",
+       "A handler's answer with its own status (200-599) and body."),
+    _b("set_header(r: Response[T], name: str, value: str)", (RESPONSE, STR, STR), UNIT,
+       "compiled.custom_response.set_header",
+       "Sets the one header field called name (any case) of the response."),
+    _b("add_header(r: Response[T], name: str, value: str)", (RESPONSE, STR, STR), UNIT,
+       "compiled.custom_response.add_header",
+       "Adds one more header field called name to the response (Set-Cookie)."),
+    # tests (`svcc test`)
+    _b("assert_true(condition: bool)", (BOOL,), UNIT, "assertions.assert_true",
+       "Fails the running test when condition is False.", call_site=True),
+    _b("assert_eq(left: T, right: T)", (ANY, SAME_AS_FIRST), UNIT, "assertions.assert_eq",
+       "Fails the running test when the two values differ, showing both.", call_site=True),
+    # HTML
+    _b("html(text: str) -> Html", (STR,), HTML, "support.html", "Text to answer as an HTML page."),
+    _b("include_text(file) -> str", (LITERAL_PATH,), STR, EMBEDDED_TEXT,
+       "The text of a file (a string literal, relative to this .svc file), read when the "
+       "program is compiled."),
+    # database (runtime/db)
+    _b("async db_open(path: str) -> Result[Db, Error]", (STR,), ResultOf(DB), "db.db_open",
+       "Opens (or creates) an SQLite database file; \":memory:\" is a private in-memory "
+       "database.", errors=DATABASE_ERRORS),
+    _b("async db_exec(db: Db, sql: str, args…) -> Result[i64, Error]", (DB_OR_TX, STR),
+       ResultOf(I64), "db.db_exec",
+       "Runs one SQL statement with its ? arguments; the number of rows changed.",
+       errors=DATABASE_ERRORS, variadic=DB_ARG),
+    _b("async db_all[T](db: Db, sql: str, args…) -> Result[List[T], Error]", (DB_OR_TX, STR),
+       RESULT_LIST_OF_TYPE_ARG, "db.db_all",
+       "Runs a query; every row as a T (columns fill the fields of the same name).",
+       errors=DATABASE_ERRORS, variadic=DB_ARG, type_param=ROW_CLASS),
+    _b("async db_one[T](db: Db, sql: str, args…) -> Result[T?, Error]", (DB_OR_TX, STR),
+       RESULT_OPT_OF_TYPE_ARG, "db.db_one",
+       "Runs a query; the first row as a T, or None when there is none.",
+       errors=DATABASE_ERRORS, variadic=DB_ARG, type_param=ROW_CLASS),
+    _b("async db_begin(db: Db) -> Result[Tx, Error]", (DB,), ResultOf(TX), "db.db_begin",
+       "Starts a transaction; db_exec, db_all and db_one given the Tx run inside it.",
+       errors=DATABASE_ERRORS),
+    _b("async db_commit(tx: Tx) -> Result[unit, Error]", (TX,), ResultOf(UNIT), "db.db_commit",
+       "Makes the transaction's changes permanent; the Tx is finished.",
+       errors=DATABASE_ERRORS),
+    _b("async db_rollback(tx: Tx) -> Result[unit, Error]", (TX,), ResultOf(UNIT),
+       "db.db_rollback", "Undoes the transaction's changes; the Tx is finished.",
+       errors=DATABASE_ERRORS),
+    _b("db_dialect(db: Db) -> str", (DB_OR_TX,), STR, "db.db_dialect",
+       "\"sqlite\" or \"postgresql\": which database the handle talks to."),
+    _b("async db_migrate(db: Db, steps: List[str]) -> Result[i64, Error]", (DB, ListOf(STR)),
+       ResultOf(I64), "db.db_migrate", "Applies the steps not yet applied, in order, each in a "
+       "transaction; how many it applied.", errors=DATABASE_ERRORS),
+    # server
+    _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),
+       WITH_ROUTES, "Serves the program's routes over HTTP on 127.0.0.1:port until stopped.",
+       errors=INVALID),
+    # runtime test functions (runtime/concurrency.py)
+    _b("async task_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
+       "concurrency.task_demo", "A runtime self-test (tasks).", errors=DEMO_ERRORS),
+    _b("async scope_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
+       "concurrency.scope_demo", "A runtime self-test (task scopes).", errors=DEMO_ERRORS),
+    _b("async actor_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
+       "concurrency.actor_demo", "A runtime self-test (actors).", errors=DEMO_ERRORS),
+    _b("async actor_pair_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
+       "concurrency.actor_pair_demo", "A runtime self-test (two actors).", errors=DEMO_ERRORS),
+    _b("async supervisor_demo() -> Result[i64, Error]", (), ResultOf(I64),
+       "concurrency.supervisor_demo", "A runtime self-test (supervisors).", errors=DEMO_ERRORS),
+    _b("async queue_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
+       "concurrency.queue_demo", "A runtime self-test (queues).", errors=DEMO_ERRORS),
+])
 
-BUILTINS: dict[str, Builtin] = dict(
-    [
-        # general
-        _b("print", (STR,), UNIT),
-        _b("len", (SIZED,), I64),
-        _b("append", (LIST, ELEMENT), UNIT),
-        _b("str", (FORMATTABLE,), STR),
-        _b("i64", (INTEGER_OR_FLOAT,), I64),
-        _b("i32", (INTEGER_OR_FLOAT,), ResultOf(I32)),
-        _b("f64", (INTEGER_OR_FLOAT,), F64),
-        _b("copy", (ANY,), SAME_AS_ARG),
-        _b("parse_i64", (STR,), ResultOf(I64)),
-        _b("env", (STR, STR), STR),
-        _b("sleep", (I64,), UNIT, is_async=True),
-        _b("json_encode", (JSON,), STR),
-        _b("json_decode", (TEXT,), RESULT_OF_TYPE_ARG, type_param=JSON_TYPE),
-        # results and errors
-        _b("ok", (OK_VALUE,), FROM_CONTEXT),
-        _b("error", (STR,), FROM_CONTEXT),
-        _b("not_found", (STR,), FROM_CONTEXT),
-        _b("internal_error", (STR,), FROM_CONTEXT),
-        _b("fail", (ERROR,), FROM_CONTEXT),
-        _b("error_kind", (ERROR,), STR),
-        _b("error_message", (ERROR,), STR),
-        _b("conflict", (STR,), FROM_CONTEXT),
-        _b("unauthorized", (STR,), FROM_CONTEXT),
-        _b("forbidden", (STR,), FROM_CONTEXT),
-        # text (the standard library, runtime/stdlib.py)
-        _b("trim", (STR,), STR),
-        _b("lower", (STR,), STR),
-        _b("upper", (STR,), STR),
-        _b("contains", (STR_OR_LIST, PART), BOOL),
-        _b("starts_with", (STR, STR), BOOL),
-        _b("ends_with", (STR, STR), BOOL),
-        _b("replace", (STR, STR, STR), STR),
-        _b("split", (STR, STR), ListOf(STR)),
-        _b("join", (ListOf(STR), STR), STR),
-        _b("parse_f64", (STR,), ResultOf(F64)),
-        _b("to_bytes", (STR,), BYTES),
-        _b("to_str", (BYTES_OR_VIEW,), ResultOf(STR)),
-        # lists
-        _b("slice", (LIST, I64, I64), SAME_AS_ARG),
-        _b("sorted", (SORTABLE_LIST,), SAME_AS_ARG),
-        _b("reversed", (LIST,), SAME_AS_ARG),
-        # numbers
-        _b("min", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG),
-        _b("max", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG),
-        _b("abs", (INTEGER_OR_FLOAT,), SAME_AS_ARG),
-        # time
-        _b("now_ms", (), I64),
-        _b("rfc3339", (I64,), STR),
-        _b("parse_rfc3339", (STR,), ResultOf(I64)),
-        # randomness and hashing
-        _b("uuid4", (), STR),
-        _b("random_token", (I64,), STR),
-        _b("sha256_hex", (TEXT,), STR),
-        _b("hmac_sha256_hex", (TEXT, TEXT), STR),
-        _b("constant_time_eq", (STR, STR), BOOL),
-        # HTTP: request headers, responses (runtime/compiled/headers.py, runtime/compiled/custom_response.py)
-        _b("header", (HEADERS, STR), Opt(STR)),
-        _b("cookie", (HEADERS, STR), Opt(STR)),
-        _b("respond", (I64, RESPONSE_BODY), RESPONSE_OF_BODY),
-        _b("set_header", (RESPONSE, STR, STR), UNIT),
-        _b("add_header", (RESPONSE, STR, STR), UNIT),
-        # tests (`svcc test`)
-        _b("assert_true", (BOOL,), UNIT),
-        _b("assert_eq", (ANY, SAME_AS_FIRST), UNIT),
-        # HTML
-        _b("html", (STR,), HTML),
-        _b("include_text", (LITERAL_PATH,), STR),
-        # database
-        _b("db_open", (STR,), ResultOf(DB), is_async=True),
-        _b("db_exec", (DB_OR_TX, STR), ResultOf(I64), is_async=True, variadic=DB_ARG),
-        _b("db_all", (DB_OR_TX, STR), RESULT_LIST_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
-           type_param=ROW_CLASS),
-        _b("db_one", (DB_OR_TX, STR), RESULT_OPT_OF_TYPE_ARG, is_async=True, variadic=DB_ARG,
-           type_param=ROW_CLASS),
-        _b("db_begin", (DB,), ResultOf(TX), is_async=True),
-        _b("db_commit", (TX,), ResultOf(UNIT), is_async=True),
-        _b("db_rollback", (TX,), ResultOf(UNIT), is_async=True),
-        _b("db_dialect", (DB_OR_TX,), STR),
-        _b("db_migrate", (DB, ListOf(STR)), ResultOf(I64), is_async=True),
-        # server
-        _b("serve", (DB, I64), ResultOf(UNIT), is_async=True),
-        # runtime test functions
-        _b("task_demo", (I64,), ResultOf(I64), **_DEMO),
-        _b("scope_demo", (I64,), ResultOf(I64), **_DEMO),
-        _b("actor_demo", (I64,), ResultOf(I64), **_DEMO),
-        _b("actor_pair_demo", (I64,), ResultOf(I64), **_DEMO),
-        _b("supervisor_demo", (), ResultOf(I64), **_DEMO),
-        _b("queue_demo", (I64,), ResultOf(I64), **_DEMO),
-    ]
-)
-
-#: `range(n)` / `range(a, b)` is only legal as the iterable of a `for` loop.
+#: `range(n)` / `range(a, b)` is only legal as the iterable of a `for` loop, where the checker
+#: types it itself (a record could not say "one or two i64"); it compiles to Python's range.
 RANGE = "range"
+RANGE_LOWERING = RuntimeCall("support", "range_")
 
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",

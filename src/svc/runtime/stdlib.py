@@ -1,8 +1,9 @@
 """The standard library of svc 0.2: text, lists, numbers, time, randomness and hashing.
 
-Generated code calls these as `_svc_stdlib.<name>` (see compiler/codegen/stdlib_calls.py, which maps
-each builtin to its function here). The checker has already made sure of every argument's
-type, so nothing here checks types; what is checked is what only the run time can know.
+Generated code calls these as `_svc_stdlib.<name>` (each builtin's record in
+compiler/builtin_table.py names its function here). The checker has already made sure of every
+argument's type, so nothing here checks types; what is checked is what only the run time can
+know.
 Failures follow the language's two ways: a builtin whose svc result is a `Result` returns an
 `SvcError` (kind `invalid`), any other raises `SvcFault` (a 500 in a handler, exit 1 out of
 `main`). Kept apart from support.py so that module stays the small core of the runtime.

@@ -276,7 +276,7 @@ def append(seq: list, value) -> None:
     seq.append(value)
 
 
-def to_str(value) -> str:
+def format_value(value) -> str:
     """`str(x)`: integers in decimal, bools as `True`/`False`, floats as the shortest text that
     reads back as the same double (`2.5`, `1.0`, `1e+16`, `inf`, `nan`)."""
     if value.__class__ is float:

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass
 
 from svc.compiler.front import syntax
-from svc.compiler.builtin_docs import DOCS
 from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.program import CheckedProgram, FunctionInfo
 from svc.compiler.source import Span
@@ -135,10 +134,10 @@ def describe_class(program: CheckedProgram, name: str) -> str | None:
 
 
 def describe_builtin(name: str) -> str | None:
-    doc = DOCS.get(name)
-    if doc is None:
+    builtin = BUILTINS.get(name)
+    if builtin is None:
         return None
-    return f"{_code(doc.signature)}\n\n{doc.summary}"
+    return f"{_code(builtin.signature)}\n\n{builtin.summary}"
 
 
 def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover | None:
@@ -169,7 +168,7 @@ def _hover_text(program: CheckedProgram, node: syntax.Node) -> str | None:
             return describe_function(program, node.id)
         if node.ref == "class":
             return describe_class(program, node.id)
-        if node.ref == "builtin" or (node.ref is None and node.id in DOCS):
+        if node.ref == "builtin" or (node.ref is None and node.id in BUILTINS):
             return describe_builtin(node.id)
         return _code(f"{node.id}: {_type_text(node.type)}")
     if isinstance(node, syntax.Attribute):
@@ -216,12 +215,14 @@ def completions_at(program: CheckedProgram | None, file: str, line: int, col: in
     if program is not None:
         items += _locals_in_scope(program, file, line)
         items += _top_level(program, file)
-    items += [Completion(n, "builtin", DOCS[n].signature if n in DOCS else n)
-              for n in [*BUILTINS, RANGE]]
+    items += [Completion(n, "builtin", BUILTINS[n].signature) for n in BUILTINS]
+    items.append(Completion(RANGE, "builtin", RANGE))
     items += [Completion(n, "type", "type") for n in sorted(TYPE_NAMES)]
     items += [Completion(k, "keyword", "keyword") for k in KEYWORDS]
-    seen: set[str] = set()
-    return [c for c in items if not (c.label in seen or seen.add(c.label))]
+    first: dict[str, Completion] = {}
+    for c in items:
+        first.setdefault(c.label, c)  # the first (innermost) meaning of a name wins
+    return list(first.values())
 
 
 def _fields_of(program: CheckedProgram, file: str, line: int, name: str) -> list[Completion]:
@@ -256,7 +257,7 @@ def _locals_in_scope(program: CheckedProgram, file: str, line: int,
     if not isinstance(item, syntax.FunctionDef) or item.name not in program.functions:
         return []
     info = program.functions[item.name]
-    found = [_Local(n, "variable", format_type(t), t) for n, t in info.params]
+    found: list[Completion] = [_Local(n, "variable", format_type(t), t) for n, t in info.params]
     for node in sorted(syntax.walk(item), key=lambda n: (n.span.line, n.span.col)):
         if node.span.line > line and not everything:
             break
@@ -325,7 +326,7 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
         elif isinstance(item, syntax.FunctionDef):
             info = program.functions.get(item.name) if program else None
             same = info is not None and info.decl.name_span == item.name_span
-            detail = function_signature(info) if same else "def"
+            detail = function_signature(info) if info is not None and same else "def"
             for r in item.routes:
                 found.append(Symbol(f"{r.method} {r.path}", "route", f"handler {item.name}",
                                     r.span, r.path_span))

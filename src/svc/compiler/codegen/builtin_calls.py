@@ -1,20 +1,27 @@
-"""Code generation for builtin calls: `print(x)` → `_svc_print_(x)`, `trim(s)` →
-`_svc_stdlib.trim(s)`, and the few forms that are not a call of a runtime function.
+"""Code generation for builtin calls, driven by the builtins' records (compiler/builtin_table.py).
 
-Kept out of generator.py so the generator is about the language itself; it hands every
-builtin call to `lower`.
+Most builtins lower to a call of the runtime function their record names: `trim(s)` →
+`_svc_stdlib.trim(s)`, `print(x)` → `_svc_print_(x)` (support functions are imported by name,
+the other runtime modules as modules). A generic builtin's runtime function gets the type
+argument first, as a run-time type (`db_all[Task](db, sql)` → `_svc_db.db_all(Task, db, sql)`).
+
+The rest are the special forms below, each for a reason of its own: a Result is unboxed at
+run time (`ok`, `fail`), a conversion to the type a value has already is nothing (`i64`,
+`f64`), an Error's kind and message are attributes, `append` is the list's own method,
+`include_text` is text read when compiling, `abs` has one function per type (the minimum
+integer has no absolute value of its own type), and `serve` also receives the route list.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Protocol
+from typing import Callable, Protocol
 
+from svc.compiler import builtin_table as B
 from svc.compiler import svctypes as T
 from svc.compiler.codegen.pyast import ROUTES, CodegenError
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import name as _name
-from svc.compiler.codegen.stdlib_calls import runtime_call
 from svc.compiler.front import syntax as S
 
 
@@ -30,58 +37,86 @@ class Generator(Protocol):
     def type_value(self, t: T.Type) -> ast.expr: ...
 
 
-#: Builtins that map one-to-one onto a support function of another name.
-_SUPPORT_CALLS = {
-    "print": "print_", "len": "len_", "range": "range_", "copy": "copy", "parse_i64": "parse_i64",
-    "env": "env", "sleep": "sleep", "json_encode": "json_encode", "error": "error",
-    "not_found": "not_found", "internal_error": "internal_error", "conflict": "conflict",
-    "unauthorized": "unauthorized", "forbidden": "forbidden", "html": "html",
-    "str": "to_str", "i32": "to_i32",
-}
-_DB_CALLS = {"db_open", "db_exec", "db_begin", "db_commit", "db_rollback", "db_dialect",
-             "db_migrate"}
-_DB_TYPED_CALLS = {"db_all", "db_one"}
-_CONCURRENCY_CALLS = {
-    "task_demo", "scope_demo", "actor_demo", "actor_pair_demo", "supervisor_demo", "queue_demo",
-}
-
-
 def lower(gen: Generator, e: S.Call) -> ast.expr:
     """The Python expression of a checked builtin call."""
     name = e.target or (e.func.id if isinstance(e.func, S.Name) else "")
+    if name == B.RANGE:
+        lowering: B.Lowering = B.RANGE_LOWERING
+    elif name in B.BUILTINS:
+        lowering = B.BUILTINS[name].lowering
+    else:
+        raise CodegenError(f"unknown builtin {name!r}")
     args = [gen.expr(a) for a in e.args]
-    arg_type = e.args[0].type if e.args else None
-    if name in ("ok", "fail"):
-        return args[0] if args else ast.Constant(None)
-    if name in ("i64", "f64") and arg_type == (T.I64 if name == "i64" else T.F64):
-        return args[0]
-    if name == "i64":
+    if isinstance(lowering, B.RuntimeCall):
+        return runtime_call(gen, lowering, e, args)
+    form = SPECIAL_FORMS.get(lowering)
+    if form is None:
+        raise CodegenError(f"no code generation for the special form {lowering.name!r}")
+    return form(gen, e, args)
+
+
+def runtime_call(gen: Generator, target: B.RuntimeCall, e: S.Call,
+                 args: list[ast.expr]) -> ast.expr:
+    """`function(type argument, arguments, call site)`, as the record says."""
+    if target.module == "support":
+        function: ast.expr = gen.rt(target.function)
+    else:
+        function = gen.runtime(target.module, target.function)
+    type_args = [gen.type_value(t) for t in e.type_arg_types]
+    site = [ast.Constant(f"{e.span.file}:{e.span.line}")] if target.call_site else []
+    return _call(function, type_args + args + site)
+
+
+def _unboxed(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    """`ok(x)` is x, `fail(e)` is e: a Result is its value or its SvcError at run time."""
+    return args[0] if args else ast.Constant(None)
+
+
+def _number_conversion(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    """`i64(x)`: an i64 or i32 is already one (Python ints), an f64 is truncated and checked;
+    `f64(x)`: nothing for an f64, a float of an integer."""
+    arg_type = e.args[0].type
+    if e.target == "i64":
         return _call(gen.rt("to_i64"), args) if arg_type == T.F64 else args[0]
-    if name == "f64":
-        return _call(gen.rt("to_f64"), args)
-    if name in ("error_kind", "error_message"):
-        return ast.Attribute(value=args[0], attr=name[6:], ctx=ast.Load())
-    if name == "append":
-        method = ast.Attribute(value=args[0], attr="append", ctx=ast.Load())
-        return _call(method, args[1:])
-    if name == "include_text":
-        return ast.Constant(e.embedded_text if e.embedded_text is not None else "")
-    if name == "json_decode":
-        return _call(gen.rt("json_decode"), [gen.type_value(e.type_arg_types[0])] + args)
-    if name == "serve":
-        return _call(gen.runtime("server", "serve"), args + [_name(ROUTES)])
-    if name in _DB_CALLS:
-        return _call(gen.runtime("db", name), args)
-    if name in _DB_TYPED_CALLS:
-        return _call(gen.runtime("db", name), [gen.type_value(e.type_arg_types[0])] + args)
-    if name in _CONCURRENCY_CALLS:
-        return _call(gen.runtime("concurrency", name), args)
-    if name in ("assert_true", "assert_eq"):  # a failure names the assertion's own line
-        where = ast.Constant(f"{e.span.file}:{e.span.line}")
-        return _call(gen.runtime("assertions", name), args + [where])
-    if name in _SUPPORT_CALLS:
-        return _call(gen.rt(_SUPPORT_CALLS[name]), args)
-    target = runtime_call(name, arg_type)  # the standard library, headers and responses
-    if target is not None:
-        return _call(gen.runtime(*target), args)
-    raise CodegenError(f"unknown builtin {name!r}")
+    return args[0] if arg_type == T.F64 else _call(gen.rt("to_f64"), args)
+
+
+def _error_field(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    """`error_kind(e)` is `e.kind`, `error_message(e)` `e.message`."""
+    return ast.Attribute(value=args[0], attr=(e.target or "").removeprefix("error_"),
+                         ctx=ast.Load())
+
+
+def _list_append(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    return _call(ast.Attribute(value=args[0], attr="append", ctx=ast.Load()), args[1:])
+
+
+def _embedded_text(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    """The checker read the file: its text is a constant of the program."""
+    return ast.Constant(e.embedded_text if e.embedded_text is not None else "")
+
+
+_ABS: dict[T.Type, str] = {T.I64: "abs64", T.I32: "abs32", T.F64: "absf"}
+
+
+def _abs_by_type(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    arg_type = e.args[0].type
+    if arg_type is None or arg_type not in _ABS:
+        raise CodegenError(f"abs of a {arg_type}")
+    return _call(gen.runtime("stdlib", _ABS[arg_type]), args)
+
+
+def _with_routes(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+    """`serve(db, port)` also hands the server the entry module's route list."""
+    return _call(gen.runtime("server", "serve"), args + [_name(ROUTES)])
+
+
+SPECIAL_FORMS: dict[B.SpecialForm, Callable[[Generator, S.Call, list[ast.expr]], ast.expr]] = {
+    B.UNBOXED: _unboxed,
+    B.NUMBER_CONVERSION: _number_conversion,
+    B.ERROR_FIELD: _error_field,
+    B.LIST_APPEND: _list_append,
+    B.EMBEDDED_TEXT: _embedded_text,
+    B.ABS_BY_TYPE: _abs_by_type,
+    B.WITH_ROUTES: _with_routes,
+}

@@ -31,7 +31,7 @@ from svc.compiler.codegen.pyast import located as _located
 from svc.compiler.codegen.pyast import name as _name
 from svc.compiler.codegen.pyast import store as _store
 from svc.compiler.codegen.statements import StatementGen
-from svc.compiler.codegen.stdlib_calls import fstring
+from svc.compiler.codegen.fstrings import fstring
 from svc.compiler.front import syntax as S
 from svc.compiler import svctypes as T
 from svc.compiler.program import CheckedProgram
