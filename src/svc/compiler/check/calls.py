@@ -39,8 +39,8 @@ class CallChecker(ExpressionChecker):
         t = self.call(e.value, expected, awaited=True)
         e.value.type = t
         call = e.value
-        is_async = call.call_kind == "async_function" or (
-            call.call_kind == "builtin" and B.BUILTINS[call.target].is_async)
+        builtin = B.BUILTINS.get(call.target or "") if call.call_kind == "builtin" else None
+        is_async = call.call_kind == "async_function" or (builtin is not None and builtin.is_async)
         if call.call_kind is not None and not is_async:
             self.error(f"await needs an async call; '{call.target}' is not async", e.span)
         return t
@@ -191,7 +191,7 @@ class CallChecker(ExpressionChecker):
             elif spec == B.RESPONSE_BODY:
                 arg_types.append(check_http.response_body(self, arg, expected))
             else:
-                arg_types.append(self.argument(call, i, arg, spec, arg_types))
+                arg_types.append(self.argument(call, b, i, arg, spec, arg_types))
         if b.is_async and not awaited:
             self.error(f"'{b.name}' is async: call it with await {b.name}(...)", call.span)
         if b.name in check_http.LITERAL_CHECKED:
@@ -223,6 +223,7 @@ class CallChecker(ExpressionChecker):
             return ResultOf(ListOf(type_arg))
         if r == B.RESULT_OPT_OF_TYPE_ARG:
             return ResultOf(Opt(type_arg))
+        assert isinstance(r, Type), f"{b.name}: unknown result rule {r!r}"
         return r
 
     def type_argument(self, call: syntax.Call, b: B.Builtin) -> Type | None:
@@ -261,9 +262,10 @@ class CallChecker(ExpressionChecker):
                 return f"field '{name}' of {t.name} is {fmt(ft)}"
         return None
 
-    def argument(self, call: syntax.Call, i: int, arg: syntax.Expr, spec, earlier) -> Type:
+    def argument(self, call: syntax.Call, b: B.Builtin, i: int, arg: syntax.Expr, spec,
+                 earlier) -> Type:
         """Check argument `i` of a builtin call against a type or a kind of types."""
-        what = f"argument {i + 1} of {call.target}: "
+        what = f"argument {i + 1} of {b.name}: "
         if isinstance(spec, Type):
             return self.expect(arg, spec, what)
         if spec == B.ELEMENT:
@@ -277,18 +279,17 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, want, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
-        t = self.expr(arg, self.literal_hint(call, i, spec))
+        t = self.expr(arg, self.literal_hint(call, b, i, spec))
         if t != UNKNOWN and not self.fits_kind(t, spec):
             self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}", arg.span)
             return UNKNOWN  # a result derived from it (`sorted`, `min`) would only mislead
         return t
 
-    def literal_hint(self, call: syntax.Call, i: int, spec) -> Type | None:
+    def literal_hint(self, call: syntax.Call, b: B.Builtin, i: int, spec) -> Type | None:
         """`max(0, n)` with `n: i32`: the literal takes the type of the variable after it (the
         second argument is checked against the first's type, so the first must be i32)."""
         if spec != B.INTEGER_OR_FLOAT or i != 0 or len(call.args) < 2:
             return None
-        b = B.BUILTINS[call.target]
         other = call.args[1]
         if len(b.params) > 1 and b.params[1] == B.SAME_AS_FIRST and isinstance(other, syntax.Name):
             t = self.lookup(other.id)
