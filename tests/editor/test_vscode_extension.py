@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -109,6 +110,29 @@ def test_every_builtin_function_and_type_name_is_in_the_grammar():
     missing += [t for t in sorted(TYPE_NAMES) if not re.fullmatch(types, t)]
     assert not missing, (f"names of svc.compiler.builtin_table missing from the 'builtin-call' or "
                          f"'types' rules of {GRAMMAR.relative_to(REPO)}: {missing}")
+
+
+def _grammar_tool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "svc.tools.vscode_grammar", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_builtin_names_of_the_grammar_are_made_from_the_records():
+    """The `builtin-call` rule is derived (python -m svc.tools.vscode_grammar), never edited."""
+    result = _grammar_tool("--check")
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_stale_grammar_is_found_named_and_made_again(tmp_path):
+    text = GRAMMAR.read_text(encoding="utf-8")
+    stale = tmp_path / "svc.tmLanguage.json"
+    stale.write_text(text.replace("|db_exec|", "|", 1), encoding="utf-8")
+    checked = _grammar_tool("--check", "--grammar", str(stale))
+    assert checked.returncode == 1
+    assert "stale; run python -m svc.tools.vscode_grammar" in checked.stderr
+    made = _grammar_tool("--grammar", str(stale))
+    assert made.returncode == 0, made.stderr
+    assert stale.read_text(encoding="utf-8") == text
 
 
 # --- the extension's own tests and its package (Node and npm) -------------------------------
