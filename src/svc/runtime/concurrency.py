@@ -30,9 +30,12 @@ tests to reach the failure paths; svc programs cannot pass them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Generic, TypeVar, cast
 
 from svc.runtime.support import SvcError
+
+Job = TypeVar("Job")
 
 #: Largest n any demo accepts.
 MAX_N = 10_000
@@ -182,7 +185,7 @@ class Actor:
             message, reply = await self.mailbox.get()
             if message is _STOP:
                 return
-            result = self.failure
+            result: object = self.failure
             if result is None:
                 try:
                     result = await self._handle(message)
@@ -228,7 +231,7 @@ async def actor_demo(n: int, *, crash_at: int | None = None) -> int | SvcError:
     try:
         for _ in range(n):
             await counter.send(("add", 1))
-        return await counter.ask(("get",))
+        return cast("int | SvcError", await counter.ask(("get",)))  # the count, or its failure
     finally:
         counter.kill()
 
@@ -242,13 +245,17 @@ async def actor_pair_demo(n: int, *, crash_at: int | None = None) -> int | SvcEr
     try:
         for _ in range(n):
             await forwarder.send(("add", 1))
-        return await forwarder.ask(("get",))
+        return cast("int | SvcError", await forwarder.ask(("get",)))  # the counter's answer
     finally:
         forwarder.kill()
         counter.kill()
 
 
 # --- supervisor -----------------------------------------------------------------------------
+
+#: A supervised child: `factory(attempt)` makes its coroutine, afresh for each restart.
+Child = Callable[[int], Coroutine[Any, Any, object]]
+
 
 class Supervisor:
     """One-for-one supervision: a crashed child is restarted alone; too many restarts within
@@ -262,7 +269,7 @@ class Supervisor:
         self.starts: dict[str, int] = {}
         self._recent: list[float] = []
 
-    async def run(self, children: dict[str, Callable[[int], Awaitable[object]]]) -> dict | SvcError:
+    async def run(self, children: dict[str, Child]) -> dict | SvcError:
         """Run every child to completion; a child is `factory(attempt)`. Their results by name."""
         running: dict[asyncio.Task, str] = {}
         results: dict[str, object] = {}
@@ -286,7 +293,7 @@ class Supervisor:
             if running:
                 await asyncio.wait(running)
 
-    def _start(self, name: str, factory: Callable[[int], Awaitable[object]]) -> asyncio.Task:
+    def _start(self, name: str, factory: Child) -> asyncio.Task:
         attempt = self.starts.get(name, 0)
         self.starts[name] = attempt + 1
         return asyncio.create_task(factory(attempt))
@@ -301,7 +308,7 @@ class Supervisor:
         return None
 
 
-def _worker(crashes: int, delay: float = 0.0) -> Callable[[int], Awaitable[int]]:
+def _worker(crashes: int, delay: float = 0.0) -> Callable[[int], Coroutine[Any, Any, int]]:
     """A worker that crashes on its first `crashes` attempts, after `delay` seconds each."""
 
     async def work(attempt: int) -> int:
@@ -325,27 +332,27 @@ async def supervisor_demo(*, crashes: int = 2) -> int | SvcError:
 
 # --- job queue ------------------------------------------------------------------------------
 
-class JobQueue:
+class JobQueue(Generic[Job]):
     """Jobs through a bounded intake to at most `workers` workers, retried with backoff.
 
     `submit` waits while the intake is full. A job whose handler raises an Exception is tried
     up to `attempts` times, sleeping `backoff * 2**k` between tries, then becomes a dead letter.
     """
 
-    def __init__(self, handler: Callable[[object, int], Awaitable[object]],
+    def __init__(self, handler: Callable[[Job, int], Awaitable[object]],
                  workers: int = MAX_WORKERS, intake: int = MAILBOX_SIZE,
                  attempts: int = MAX_ATTEMPTS, backoff: float = BACKOFF_SECONDS) -> None:
         self._handler = handler
         self._attempts = attempts
         self._backoff = backoff
-        self.intake: asyncio.Queue = asyncio.Queue(intake)
+        self.intake: asyncio.Queue[Job] = asyncio.Queue(intake)
         self.completed = 0
         self.tries = 0
-        self.dead_letters: list[tuple[object, str]] = []
+        self.dead_letters: list[tuple[Job, str]] = []
         self.active = self.max_active = 0
         self._workers = [asyncio.create_task(self._work()) for _ in range(workers)]
 
-    async def submit(self, job: object) -> None:
+    async def submit(self, job: Job) -> None:
         await self.intake.put(job)
 
     async def drain(self) -> None:
@@ -368,7 +375,7 @@ class JobQueue:
                 self.active -= 1
                 self.intake.task_done()
 
-    async def _process(self, job: object) -> None:
+    async def _process(self, job: Job) -> None:
         for attempt in range(1, self._attempts + 1):
             self.tries += 1
             try:

@@ -27,8 +27,11 @@ _logger.propagate = False
 class EchoSession:
     """One WebSocket connection after (or during) its opening handshake."""
 
+    #: The framing, made by `handshake` when it accepts the upgrade; the connection calls
+    #: nothing else before (or at all, after a refusal).
+    protocol: ServerProtocol
+
     def __init__(self) -> None:
-        self.protocol: ServerProtocol | None = None
         self._handshake_bytes: list[bytes] = []
         self._opcode: Opcode | None = None
         self._fragments: list[bytes] = []

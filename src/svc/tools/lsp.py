@@ -14,6 +14,7 @@ import asyncio
 import gc
 import os
 import traceback
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from lsprotocol import types as lsp
@@ -120,14 +121,14 @@ class SvcServer(LanguageServer):
 
     # --- positions ------------------------------------------------------------------------
 
-    def lines_of(self, path: str, source: SourceFile | None = None) -> list[str]:
+    def lines_of(self, path: str, source: SourceFile | None = None) -> Sequence[str]:
         uri = from_fs_path(path) or path
         if uri in self.workspace.text_documents:
             return self.workspace.get_text_document(uri).lines
         return [line + "\n" for line in source.lines] if source else []
 
     def to_range(self, span: Span, source: SourceFile | None = None,
-                 lines: list[str] | None = None) -> lsp.Range:
+                 lines: Sequence[str] | None = None) -> lsp.Range:
         """A span (1-based characters) as an LSP range (0-based, in the client's units);
         `lines` (the file's, when known) saves splitting a long document again."""
         if lines is None:
@@ -143,7 +144,7 @@ class SvcServer(LanguageServer):
         server = self.workspace.position_codec.position_from_client_units(doc.lines, position)
         return server.line + 1, server.character + 1
 
-    def diagnostic(self, d: Diagnostic, lines: list[str]) -> lsp.Diagnostic:
+    def diagnostic(self, d: Diagnostic, lines: Sequence[str]) -> lsp.Diagnostic:
         return lsp.Diagnostic(range=self.to_range(d.span, lines=lines), message=d.message,
                               severity=lsp.DiagnosticSeverity.Error, source="svcc")
 

@@ -16,7 +16,9 @@ server's own 504.
 
 from __future__ import annotations
 
-from asyncio.tasks import _current_tasks
+# Private, so typeshed leaves it out; the public `current_task()` would first look up the
+# running loop (a getpid system call on Python 3.11), see `watch`.
+from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
 
 from svc.runtime.context import request_deadline_var
 
@@ -75,13 +77,18 @@ def watch(loop):
 def gave_up(task) -> bool:
     """After a CancelledError in a watched statement: True if the sweep caused it (and no one
     else cancelled the task meanwhile), which the caller answers with `busy`."""
-    before = _sweep.expired.pop(task, None)
+    sweep = _sweep  # set by the `watch` that returned the task
+    if sweep is None:
+        return False
+    before = sweep.expired.pop(task, None)
     return before is not None and task.uncancel() <= before
 
 
 def unwatch(task) -> None:
     """The statement ended (any way)."""
-    sweep = _sweep
+    sweep = _sweep  # set by the `watch` that returned the task
+    if sweep is None:
+        return
     sweep.times.pop(task, None)
     if sweep.expired:
         sweep.expired.pop(task, None)

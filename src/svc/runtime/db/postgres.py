@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 from svc.runtime.db import sql_text
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ONE, OPEN, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.errors import several_statements, shorten, shutting_down, statement_failed
 from svc.runtime.db.pg_deadline import gave_up, unwatch, watch
 from svc.runtime.db.pg_pool import Pool
-from svc.runtime.db.rows import RowMismatch, mapper
+from svc.runtime.db.rows import RowMapper, RowMismatch, mapper
 from svc.runtime.support import SvcError
 
 try:
@@ -86,7 +87,7 @@ class PostgresDb(Db):
     async def _begin(self) -> Tx | SvcError:
         if self.pool is None:
             return shutting_down()
-        tx = PostgresTx(self)
+        tx = PostgresTx(self, self.pool)
         result = await _guarded(tx.pool.loop, tx._start(), "BEGIN")
         if isinstance(result, SvcError):
             tx.state = "never begun"
@@ -99,10 +100,11 @@ class PostgresTx(Tx):
 
     __slots__ = ("conn", "pool", "_ending")
 
-    def __init__(self, db: PostgresDb) -> None:
+    def __init__(self, db: PostgresDb, pool: Pool) -> None:
         super().__init__(db)
-        self.conn = None
-        self.pool: Pool = db.pool  # its connection's (its loop, its prepared statements)
+        # An asyncpg Connection from `_start` to `_release` (asyncpg has no type information).
+        self.conn: Any = None
+        self.pool = pool  # its connection's (its loop, its prepared statements)
         self._ending: asyncio.Task | None = None
 
     async def _start(self) -> None:
@@ -323,7 +325,7 @@ def _count(status: str | None) -> int:
     return 0
 
 
-def _map(cls: type, row):
+def _map(cls: type | None, row: Any) -> RowMapper:
     return mapper(cls, tuple(row.keys()))
 
 

@@ -10,7 +10,9 @@ as it is, without copying its values out first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 from svc.contract import I32_MAX, I32_MIN
 
@@ -61,25 +63,29 @@ def _from_decimal(value: Decimal):
 _CONVERTERS = {"i64": _to_i64, "i32": _to_i32, "f64": _to_f64, "bool": _to_bool,
                "str": _to_str, "bytes": _to_bytes}
 
+#: A row (a tuple, an asyncpg Record) → an instance of its svc class.
+RowMapper = Callable[[Any], object]
+
 # (cls, column names) → row mapper. Bounded by the program's distinct queries.
-_mappers: dict = {}
+_mappers: dict[tuple[type | None, tuple[str, ...]], RowMapper] = {}
 
 
-def mapper(cls: type, names: tuple) -> object:
-    """The row mapper of `cls` for a result with these column names (cached)."""
+def mapper(cls: type | None, names: tuple[str, ...]) -> RowMapper:
+    """The row mapper of `cls` for a result with these column names (cached). A class that
+    is not an svc class (or None) is a RowMismatch."""
     mapper = _mappers.get((cls, names))
     if mapper is None:
         mapper = _mappers[(cls, names)] = _build_mapper(cls, names)
     return mapper
 
 
-def _build_mapper(cls: type, names: tuple):
+def _build_mapper(cls: type | None, names: tuple[str, ...]) -> RowMapper:
     """Plan which column feeds each field and how it is checked, once per (class, columns)."""
     class_name = getattr(cls, "__name__", repr(cls))
     fields = getattr(cls, "__svc_fields__", None)
-    if fields is None:
+    if cls is None or fields is None:
         raise RowMismatch(f"{class_name} is not an svc class; rows cannot map to it")
-    position = {}
+    position: dict[str, int] = {}
     for i, name in enumerate(names):
         position.setdefault(name, i)
     plan = []

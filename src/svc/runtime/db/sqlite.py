@@ -195,7 +195,7 @@ class SqliteDb(Db):
             for _ in range(queue.qsize()):
                 batch += queue.get_nowait()
             self._taken += len(batch)
-            results = []
+            results: list[tuple[asyncio.Future, object]] = []
             for index, job in enumerate(batch):
                 if job is _STOP:
                     stop = True
@@ -234,7 +234,7 @@ def _give_up(future: asyncio.Future) -> None:
         future.set_result(SvcError("busy", "database job queue full past the processing limit"))
 
 
-def _reject_overflow(db: Db) -> None:
+def _reject_overflow(db: SqliteDb) -> None:
     while db._overflow:
         job, timer = db._overflow.popleft()
         if timer is not None:
@@ -243,7 +243,7 @@ def _reject_overflow(db: Db) -> None:
             job[0].set_result(_shutting_down())
 
 
-def _deliver_batch(db: Db, results: list) -> None:
+def _deliver_batch(db: SqliteDb, results: list) -> None:
     """Hand a batch of (future, result) pairs to their event loop(s): one wake-up per loop."""
     if not results:
         return
@@ -258,7 +258,7 @@ def _deliver_batch(db: Db, results: list) -> None:
         _call_on_loop(other, _settle_batch, db, pairs)
 
 
-def _settle_batch(db: Db, results: list) -> None:
+def _settle_batch(db: SqliteDb, results: list) -> None:
     """On the loop: resolve the futures still wanted, then let waiting jobs in."""
     for future, result in results:
         if not future.done():
@@ -328,7 +328,7 @@ async def _start(path: str) -> Db | SvcError:
     return db
 
 
-def _thread_main(db: Db, loop: asyncio.AbstractEventLoop, opened: asyncio.Future) -> None:
+def _thread_main(db: SqliteDb, loop: asyncio.AbstractEventLoop, opened: asyncio.Future) -> None:
     """Body of a `Db`'s thread: connect, report, then serve jobs until told to stop."""
     conn, error = _connect(db.path)
     _call_on_loop(loop, _settle_open, opened, error)
@@ -381,7 +381,8 @@ def close_all() -> None:
     for db in dbs:
         db._begin_close()
     for db in dbs:
-        db._thread.join()
+        if db._thread is not None:  # started before the db joined _open_dbs
+            db._thread.join()
 
 
 # --- worker processes (svc.runtime.workers) --------------------------------------------------
