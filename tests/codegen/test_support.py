@@ -83,7 +83,7 @@ def test_copy_is_deep():
 
 def test_error_constructors_and_unwrap():
     e = s.not_found("gone")
-    assert (s.error_kind(e), s.error_message(e)) == ("not_found", "gone")
+    assert (e.kind, e.message) == ("not_found", "gone")  # error_kind(e), error_message(e)
     assert s.error("x").kind == "invalid" and s.internal_error("x").kind == "internal"
     assert s.unwrap(5) == 5 and s.unwrap(None) is None
     with pytest.raises(s.Propagate) as info:

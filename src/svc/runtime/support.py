@@ -213,14 +213,6 @@ def forbidden(reason: str) -> SvcError:
     return SvcError("forbidden", reason)
 
 
-def error_kind(e: SvcError) -> str:
-    return e.kind
-
-
-def error_message(e: SvcError) -> str:
-    return e.message
-
-
 class Propagate(Exception):
     """Carries the error of a failed `try e` to the boundary of the enclosing svc function.
 
@@ -270,10 +262,6 @@ def set_index(seq: list, i: int, value) -> None:
         seq[i] = value
         return
     raise SvcFault(f"index {i} out of range for length {len(seq)}")
-
-
-def append(seq: list, value) -> None:
-    seq.append(value)
 
 
 def format_value(value) -> str:
