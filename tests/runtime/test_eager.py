@@ -99,36 +99,6 @@ def test_task_group_and_timeout_in_the_first_step():
     assert asyncio.run(main()) == 3
 
 
-def test_never_suspends_tells_await_free_handlers_apart():
-    async def computed():
-        return {"id": 1}
-
-    async def awaits():
-        await asyncio.sleep(0)
-        return 2
-
-    async def with_block():
-        async with asyncio.timeout(1):
-            return 3
-
-    def plain():
-        return 4
-
-    assert eager.never_suspends(computed)
-    assert not eager.never_suspends(awaits)
-    assert not eager.never_suspends(with_block)
-    assert not eager.never_suspends(plain)
-    assert eager.run_to_end(computed()) == {"id": 1}
-
-
-def test_run_to_end_propagates_the_handler_exception():
-    async def failing():
-        raise ValueError("boom")
-
-    with pytest.raises(ValueError, match="boom"):
-        eager.run_to_end(failing())
-
-
 # --- the Resumer: what a Task did for a handler that suspends ----------------------------------
 
 

@@ -130,3 +130,20 @@ def test_a_route_that_reads_json_refuses_another_media_type_before_the_body():
 def test_a_malformed_route_path_is_refused_at_startup():
     with pytest.raises(PathError):
         Router([Route("GET", "/a b", _h)])
+
+
+def test_each_route_gets_one_answer_strategy_at_startup():
+    """The strategy follows the handler (plain def or coroutine function) and the built-in kinds."""
+    from svc.runtime import builtin_routes
+    from svc.runtime.compiled import answers
+
+    def plain():
+        return 1
+
+    router = Router(list(builtin_routes.ROUTES) + [
+        Route("GET", "/plain", plain), Route("GET", "/coroutine", _h)])
+    chosen = {path: router.resolve("GET", path)[0].answer.__class__
+              for path in ("/health", "/stream", "/ws", "/plain", "/coroutine")}
+    assert chosen == {"/health": answers.FixedBytes, "/stream": answers.StreamBody,
+                      "/ws": answers.UpgradeToWebSocket, "/plain": answers.CallNow,
+                      "/coroutine": answers.StartCoroutine}

@@ -31,6 +31,7 @@ from pathlib import Path
 MODULES = (
     "svc.runtime.compiled.protocol",
     "svc.runtime.compiled.routing",
+    "svc.runtime.compiled.answers",
     "svc.runtime.compiled.binding",
     "svc.runtime.compiled.responses",
     "svc.runtime.compiled.headers",

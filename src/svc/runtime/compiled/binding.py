@@ -168,18 +168,25 @@ def make_binder(params: tuple[Param, ...], capture_index: dict[str, int],
     return names["binder"]
 
 
+def _converter(param: Param) -> Callable[[bytes], Any]:
+    """The converter of a path or query parameter, whose type is a scalar's name."""
+    if not isinstance(param.type, str):
+        raise ValueError(f"parameter {param.name!r} of {param.source} has type {param.type!r}")
+    return CONVERTERS[param.type]
+
+
 def _bind_one(i: int, param: Param, capture_index: dict[str, int],
               decoders: dict[str, msgspec.json.Decoder], names: dict[str, Any]) -> list[str]:
     """The lines that set `a<i>` for one parameter (objects they need go into `names`)."""
     source = param.source
     if source is ParamSource.PATH:
-        names[f"convert{i}"] = CONVERTERS[param.type]
+        names[f"convert{i}"] = _converter(param)
         return [f"    raw = captures[{capture_index[param.name]}]",
                 "    if _PERCENT in raw:",
                 "        raw = unquote_to_bytes(raw)",
                 *_converted(i, _invalid(param, "path"))]
     if source is ParamSource.QUERY:
-        names[f"convert{i}"] = CONVERTERS[param.type]
+        names[f"convert{i}"] = _converter(param)
         missing = ([f"        a{i} = None"] if param.optional else
                    [f"        raise BindError(400, {_missing(param)!r})"])
         return [f"    raw = values.get({param.name.encode()!r})",

@@ -2,8 +2,10 @@
 
 `Connection` is the asyncio Protocol of one TCP connection. It feeds the bytes it receives to
 the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what each request
-resolves to, runs the handler (eagerly: eager.py) and writes the answer (responses.py).
-None of those modules calls back into this one; they return events, matches and bytes.
+resolves to, hands it to the route's answer strategy (answers.py: call a plain handler, start
+an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes the answer
+(responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
+`send`, `start_handler`, `stream`, `upgrade`); the others return events, matches and bytes.
 
 A connection is always in one `Phase`, and its single `deadline` attribute means what the
 phase says (checked by the one `Sweeper` timer, deadlines.py):
@@ -68,7 +70,7 @@ class Phase(enum.Enum):
 # Module names for the members and result kinds, compared with `is` on the hot path.
 WAITING, RECEIVING, HANDLING = Phase.WAITING, Phase.RECEIVING, Phase.HANDLING
 STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.LINGERING, Phase.CLOSED
-_JSON, _STREAM, _WEBSOCKET = ResultKind.JSON, ResultKind.STREAM, ResultKind.WEBSOCKET
+_JSON = ResultKind.JSON
 _JSON_OPTIONAL = ResultKind.JSON_OPTIONAL
 
 #: phase → the phases it may move to. A response either waits for the next request or
@@ -141,7 +143,7 @@ class Connection(asyncio.Protocol):
         self.phase = phase
         self.deadline = deadline
 
-    def _keeps_alive(self, req: Request) -> bool:
+    def keeps_alive(self, req: Request) -> bool:
         """The one keep-alive rule: the request allows another after it (the protocol says no
         for `Connection: close`, HTTP/1.0 and upgrade requests) and we are not closing."""
         return req.keep_alive and not self.closing
@@ -175,7 +177,7 @@ class Connection(asyncio.Protocol):
         if self.pending or phase is HANDLING or phase is STREAMING:
             self._queue(events)
             return
-        if len(events) == 1:
+        if len(events) == 1:  # speed-only twin of the loop below: `_dispatch` inlined, no queue
             event = events[0]
             if event.__class__ is Request:
                 self._handle(event)
@@ -263,56 +265,21 @@ class Connection(asyncio.Protocol):
                      extra=refusal.extra)
 
     def _handle(self, req: Request) -> None:
-        """Route, bind, run the handler; answer at once unless it suspends (the hot path)."""
+        """Route the request and hand it to its route's answer strategy (answers.py), which
+        answers at once unless the handler suspends (the hot path)."""
         req.started = self.head_at if self.phase is RECEIVING else perf_counter()
         found: Any = self.app.router.resolve(req.method, req.path)
         if found.__class__ is Refusal:
-            return self._finish(req, found.status, JSON, found.body, found.extra)
+            return self.finish(req, found.status, JSON, found.body, found.extra)
+        route: CompiledRoute
         route, captures = found
-        if route.fixed is not None:  # /health: bytes rendered once per second
-            keep = self._keeps_alive(req)
-            return self._send(req, 200, keep, route.fixed.render(keep, req.method != "HEAD"))
-        if route.special:  # /stream, /ws, Headers parameters, a Response result
-            return self._special(req, route, captures)
-        if route.params:
-            try:
-                args = route.bind(captures, req.query, req.body, req.content_type, self.app.db)
-            except BindError as refusal:
-                return self._finish(req, refusal.status, JSON, error_body(refusal.reason))
-        else:
-            args = ()
-        if not route.is_async or route.never_suspends:
-            try:
-                outcome = route.handler(*args)
-                if route.is_async:
-                    outcome = eager.run_to_end(outcome)
-            except Exception as exc:
-                return self._fault(req, exc)
-            return self._answer(req, route, outcome)
-        self._start(req, route, args)
+        route.answer.serve(self, req, route, captures)
 
-    def _special(self, req: Request, route: CompiledRoute, captures: tuple[bytes, ...]) -> None:
-        """The routes kept off `_handle`'s plain path, so that path pays nothing for them."""
-        kind = route.result
-        if kind is _STREAM:
-            return self._stream(req, route)
-        if kind is _WEBSOCKET:
-            return self._upgrade(req)
-        try:
-            args = route.bind_request(captures, req, self.app.db)
-        except BindError as refusal:
-            return self._finish(req, refusal.status, JSON, error_body(refusal.reason))
-        if route.is_async and not route.never_suspends:
-            return self._start(req, route, args)
-        try:  # as in `_handle`
-            outcome = route.handler(*args)
-            if route.is_async:
-                outcome = eager.run_to_end(outcome)
-        except Exception as exc:
-            return self._fault(req, exc)
-        self._answer(req, route, outcome)
+    def refuse(self, req: Request, refusal: BindError) -> None:
+        """Arguments that do not bind: 400 (or 415) naming the parameter."""
+        self.finish(req, refusal.status, JSON, error_body(refusal.reason))
 
-    def _start(self, req: Request, route: CompiledRoute, args) -> None:
+    def start_handler(self, req: Request, route: CompiledRoute, args) -> None:
         """A handler that may await: run its first step now, with the request deadline set."""
         if self.phase is RECEIVING:
             deadline = self.deadline
@@ -322,11 +289,11 @@ class Connection(asyncio.Protocol):
         try:
             finished, outcome = eager.start(self.loop, route.handler(*args))
         except Exception as exc:
-            return self._fault(req, exc)
+            return self.fault(req, exc)
         finally:
             _deadline_var.reset(token)
         if finished:
-            return self._answer(req, route, outcome)
+            return self.answer(req, route, outcome)
         # It awaits something: its Resumer answers when done, or the sweep at the limit.
         self._enter(HANDLING, deadline)
         self.current = (req, route)
@@ -342,11 +309,11 @@ class Connection(asyncio.Protocol):
         req, route = self.current
         self.current = None
         if task.cancelled():
-            self._fault(req, asyncio.CancelledError("handler cancelled"))
+            self.fault(req, asyncio.CancelledError("handler cancelled"))
         elif (exc := task.exception()) is not None:
-            self._fault(req, exc)
+            self.fault(req, exc)
         else:
-            self._answer(req, route, task.result())
+            self.answer(req, route, task.result())
         self._after_async()
 
     def _timed_out(self) -> None:
@@ -355,7 +322,7 @@ class Connection(asyncio.Protocol):
         self.current = None
         if task is not None:
             task.cancel()
-        self._finish(req, 504, JSON, responses.TIMED_OUT)
+        self.finish(req, 504, JSON, responses.TIMED_OUT)
         self._after_async()
 
     def _after_async(self) -> None:
@@ -366,52 +333,53 @@ class Connection(asyncio.Protocol):
         if self.http.in_body and self.phase is WAITING:
             self._start_receiving()
 
-    def _answer(self, req: Request, route: CompiledRoute, value) -> None:
+    def answer(self, req: Request, route: CompiledRoute, value) -> None:
         kind = route.result
-        # the common cases: a JSON value, or a `T?` one that is there (a database lookup)
+        # the common cases: a JSON value, or a `T?` one that is there (a database lookup);
+        # speed-only twin of `responses.result_for`'s JSON branches, without its tuple
         if (kind is _JSON or kind is _JSON_OPTIONAL and value is not None) \
                 and value.__class__ is not SvcError:
             try:
                 body = encode_result(value, route.floats)
             except Exception as exc:
-                return self._fault(req, exc)
-            return self._finish(req, 200, JSON, body)
+                return self.fault(req, exc)
+            return self.finish(req, 200, JSON, body)
         if route.responds and value.__class__ is not SvcError:
             return self._respond(req, route, value)
         try:
             status, ctype, body, detail = responses.result_for(route.result, value, route.floats)
         except Exception as exc:
-            return self._fault(req, exc)
+            return self.fault(req, exc)
         if detail is not None:
             self.app.log.error(f"{_named(req)}: {detail}")
-        self._finish(req, status, ctype, body)
+        self.finish(req, status, ctype, body)
 
     def _respond(self, req: Request, route: CompiledRoute, value) -> None:
         """A `Response[T]`: the status and header fields its handler chose."""
-        keep = self._keeps_alive(req)
+        keep = self.keeps_alive(req)
         try:
             data = custom_response.render(value, route.result, route.floats, keep,
                                           req.method != "HEAD")
         except Exception as exc:
-            return self._fault(req, exc)
-        self._send(req, value.status, keep, data)
+            return self.fault(req, exc)
+        self.send(req, value.status, keep, data)
 
-    def _fault(self, req: Request, exc: BaseException) -> None:
+    def fault(self, req: Request, exc: BaseException) -> None:
         """A raised exception: the traceback and target go to the log, the client gets 500."""
         trace = "".join(traceback.format_exception(exc))
         if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
             self.app.log.error(f"{_named(req)}: request timed out\n{trace}")
-            return self._finish(req, 504, JSON, responses.TIMED_OUT)
+            return self.finish(req, 504, JSON, responses.TIMED_OUT)
         self.app.log.error(f"{_named(req)}: internal error\n{trace}")
-        self._finish(req, 500, JSON, responses.INTERNAL)
+        self.finish(req, 500, JSON, responses.INTERNAL)
 
     # --- answers -----------------------------------------------------------------------------
 
-    def _finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
-        keep = self._keeps_alive(req)
-        self._send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
+    def finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
+        keep = self.keeps_alive(req)
+        self.send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
 
-    def _send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
+    def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
         """Write (the rest of) a response, log it, and wait for the next request or linger."""
         self._write(data)
         log = self.app.log
@@ -491,11 +459,11 @@ class Connection(asyncio.Protocol):
 
     # --- /stream and /ws ---------------------------------------------------------------------
 
-    def _stream(self, req: Request, route: CompiledRoute) -> None:
-        keep = self._keeps_alive(req)
+    def stream(self, req: Request, route: CompiledRoute) -> None:
+        keep = self.keeps_alive(req)
         head = responses.head(200, TEXT, None, keep, builtin_routes.STREAM_HEAD_EXTRA)
         if req.method == "HEAD":
-            return self._send(req, 200, keep, head)
+            return self.send(req, 200, keep, head)
         self._write(head)
         self._flush()
         self._enter(STREAMING, 0.0)
@@ -509,21 +477,21 @@ class Connection(asyncio.Protocol):
         self.task = None
         req, _route = self.current
         self.current = None
-        self._send(req, 200, self._keeps_alive(req), builtin_routes.STREAM_END)
+        self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
         self._after_async()
 
-    def _upgrade(self, req: Request) -> None:
+    def upgrade(self, req: Request) -> None:
         if req.method != "GET" or not req.upgrade or self.closing:
-            return self._finish(req, 426, JSON, error_body("WebSocket upgrade required"),
+            return self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
                                 b"Upgrade: websocket\r\n")
         has_body = req.header(b"content-length") not in (None, b"0")
         if has_body or req.header(b"transfer-encoding") is not None:
             # its body would be read as WebSocket frames
-            return self._finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+            return self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
         session = EchoSession()
         status, reason, extra = session.handshake(req.path, req.headers)
         if status != 101:
-            return self._finish(req, status, JSON, error_body(reason), extra)
+            return self.finish(req, status, JSON, error_body(reason), extra)
         self._flush()
         self.app.log.access(req.method, req.target, 101, req.started)
         self.ws = session

@@ -4,23 +4,25 @@ The code generator describes each handler with a `svc.contract.Route` and its `P
 docs/internals.md, "Server API"); `Router` compiles them once at startup into a dict for
 static paths and per-length segment patterns for `{capture}` paths. `Router.resolve(method,
 path)` answers a `Match` (the route and its raw captures) or a `Refusal` (404, 405 with its
-`Allow` line). Binding turns path segments, query parameters and the request body into typed
-Python values or a `BindError` naming what was wrong (400, or 415 for a non-JSON body).
+`Allow` line). Each route's answer strategy (answers.py) is chosen here, once. Binding turns
+path segments, query parameters and the request body into typed Python values or a
+`BindError` naming what was wrong (400, or 415 for a non-JSON body).
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import msgspec
 
-from svc.contract import RESPONSE_KINDS, ParamSource, ResultKind, Route, parse_path
-from svc.runtime.compiled import eager, responses
+from svc.contract import RESPONSE_KINDS, ParamSource, Route, parse_path
+from svc.runtime.compiled import responses
+from svc.runtime.compiled.answers import Answer, answer_for
 from svc.runtime.compiled.binding import (  # noqa: F401 - BindError, parse_query: routing's API
     UNSUPPORTED_MEDIA, BindError, is_json_media_type, make_binder, parse_query,
 )
 from svc.runtime.compiled.headers import Headers
+from svc.runtime.compiled.protocol import Request
 
 _BODY, _HEADERS = ParamSource.BODY, ParamSource.HEADERS
 
@@ -28,20 +30,16 @@ _BODY, _HEADERS = ParamSource.BODY, ParamSource.HEADERS
 # --- compiled routes --------------------------------------------------------------------------
 
 class CompiledRoute:
-    """A Route ready to run: how to bind each parameter and how to answer its result."""
+    """A Route ready to run: how to bind each parameter, and how it is answered (`answer`,
+    its strategy, chosen here once: answers.py)."""
 
-    __slots__ = ("route", "handler", "result", "params", "decoders", "bind",
-                 "is_async", "never_suspends", "fixed", "floats", "headers_at", "responds",
-                 "special")
+    __slots__ = ("route", "handler", "result", "params", "decoders", "bind", "answer",
+                 "floats", "headers_at", "responds")
 
     def __init__(self, route: Route, capture_names: tuple[str, ...]) -> None:
         self.route = route
         self.handler = route.handler
-        self.is_async = inspect.iscoroutinefunction(route.handler)
-        self.never_suspends = eager.never_suspends(route.handler)
         self.result = route.result
-        self.fixed = (responses.Fixed(200, responses.TEXT, route.handler())
-                      if route.result is ResultKind.TEXT else None)
         self.floats = route.floats
         self.params = route.params
         self.decoders = {
@@ -51,14 +49,11 @@ class CompiledRoute:
         #: `params` order, or BindError (made for this route: binding.make_binder)
         self.bind = make_binder(route.params, {name: i for i, name in enumerate(capture_names)},
                                 self.decoders)
-        #: positions of `Headers` parameters, filled by `bind_request`
+        #: positions of `Headers` parameters, filled by `arguments`
         self.headers_at = tuple(i for i, p in enumerate(route.params) if p.source is _HEADERS)
         #: the handler answers a `Response[T]` (its status and header fields)
         self.responds = route.result in RESPONSE_KINDS
-        #: the connection takes this route off its plain path: /stream, /ws, and the routes
-        #: that read header fields or answer a Response (so the others pay nothing for them)
-        self.special = (self.responds or bool(self.headers_at)
-                        or route.result in (ResultKind.STREAM, ResultKind.WEBSOCKET))
+        self.answer: Answer = answer_for(route)
 
     def body_refusal(self, content_type: bytes | None) -> Refusal | None:
         """415 when the route reads a JSON body and `content_type` says it is not JSON."""
@@ -66,9 +61,12 @@ class CompiledRoute:
             return UNSUPPORTED
         return None
 
-    def bind_request(self, captures: tuple[bytes, ...], req: Any, db: Any) -> list[Any]:
-        """`bind` for a special route: the same arguments, `Headers` parameters included."""
-        args = self.bind(captures, req.query, req.body, req.content_type, db) if self.params else []
+    def arguments(self, captures: tuple[bytes, ...], req: Request, db: Any) -> Any:
+        """The handler's arguments in `params` order (`Headers` parameters included), or
+        BindError."""
+        if not self.params:
+            return ()
+        args = self.bind(captures, req.query, req.body, req.content_type, db)
         if self.headers_at:
             headers = Headers(req.headers)
             for i in self.headers_at:
