@@ -169,6 +169,4 @@ def result_for(kind: ResultKind, value: object, floats: bool = False
         return 200, HTML, value.text.encode("utf-8"), None
     if kind is ResultKind.UNIT:
         return 204, None, b"", None
-    if kind is ResultKind.TEXT:
-        return 200, TEXT, value if isinstance(value, bytes) else str(value).encode(), None
     raise ValueError(f"unknown route result kind {kind!r}")
