@@ -195,11 +195,17 @@ class Watchdog:
     POLL_SECONDS = 0.1
 
     def __init__(self, fault: type[BaseException], seconds: float, name: str) -> None:
+        import ctypes
         import threading
 
-        self.fault = fault
         self.seconds = seconds
-        self._target = threading.get_ident()
+        # Everything firing needs, made here: the watching thread runs only when the watched
+        # code lets go of the GIL, so an import at firing time (ctypes' first) could take many
+        # of its long C calls.
+        self._set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+        self._target = ctypes.c_ulong(threading.get_ident())
+        self._fault = ctypes.py_object(fault)
+        self._no_fault = ctypes.py_object()  # NULL: withdraws a pending fault
         self._deadline = time.monotonic() + seconds
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -226,7 +232,7 @@ class Watchdog:
         with self._lock:
             self._stopped.set()
             if self._fired:
-                _raise_in_thread(self._target, None)
+                self._set_async_exc(self._target, self._no_fault)
         if self._timer is not None:
             self._timer.cancel()
 
@@ -252,15 +258,7 @@ class Watchdog:
         with self._lock:
             if not self._stopped.is_set():
                 self._fired = True
-                _raise_in_thread(self._target, self.fault)
-
-
-def _raise_in_thread(thread_id: int, fault: type[BaseException] | None) -> None:
-    """Raise `fault` in the thread at its next bytecode; None withdraws a pending one."""
-    import ctypes
-
-    value = ctypes.py_object(fault) if fault is not None else ctypes.py_object()
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), value)
+                self._set_async_exc(self._target, self._fault)  # raised at its next bytecode
 
 
 # --- databases --------------------------------------------------------------------------------
