@@ -25,7 +25,7 @@ import copy
 import keyword
 
 from svc.compiler.codegen import builtin_calls, route_table
-from svc.compiler.codegen.pyast import PREFIX, ROUTES, CodegenError, field_name
+from svc.compiler.codegen.pyast import PREFIX, ROUTES, CodegenError, field_name, type_of
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import located as _located
 from svc.compiler.codegen.pyast import name as _name
@@ -45,7 +45,7 @@ _TYPE_NAMES = {
 
 _INT_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 _FLOAT_OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult}
-_INT_RANGES = {T.I64: INT_RANGES["i64"], T.I32: INT_RANGES["i32"]}
+_INT_RANGES: dict[T.Type, tuple[int, int]] = {T.I64: INT_RANGES["i64"], T.I32: INT_RANGES["i32"]}
 _COMPARE = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.LtE, ">=": ast.GtE}
 
 def generate(program: CheckedProgram) -> list[tuple[str, ast.Module]]:
@@ -92,8 +92,12 @@ def type_source(t: T.Type) -> str:
     return PREFIX + "T_ANY"
 
 
-class _ModuleGen(StatementGen):
-    """Generates one module; collects the support names it uses for the import line."""
+class _ModuleGen:
+    """Generates one module; collects the support names it uses for the import line.
+
+    Expressions are generated here, statements by `self.statements`, which gets what it needs
+    of this class through `statements.ExpressionGen` (`expr`, `arith`, `local`, `temp`, `rt`).
+    """
 
     def __init__(self, program: CheckedProgram, globals_: set[str], module: S.Module,
                  is_entry: bool, sync_twins: set[str]) -> None:
@@ -107,6 +111,7 @@ class _ModuleGen(StatementGen):
         self.runtime_modules: set[str] = set()
         self.temps = 0
         self.uses_try = False
+        self.statements = StatementGen(self, module)
 
     # --- module ---------------------------------------------------------------------------
 
@@ -183,7 +188,9 @@ class _ModuleGen(StatementGen):
         fields = tuple(_field_entry(name, ftype) for name, ftype in info.fields)
         body: list[ast.stmt] = [
             ast.Assign(targets=[_store("__annotations__")], value=annotations),
-            ast.Assign(targets=[_store("__svc_fields__")], value=ast.Constant(fields))]
+            # a tuple of constants is a constant to compile() (typeshed lists scalars only)
+            ast.Assign(targets=[_store("__svc_fields__")],
+                       value=ast.Constant(fields))]  # type: ignore[arg-type]
         keywords = [ast.keyword(arg="forbid_unknown_fields", value=ast.Constant(True))]
         renamed = {field_name(n): n for n, _ in info.fields if field_name(n) != n}
         if renamed:
@@ -211,7 +218,7 @@ class _ModuleGen(StatementGen):
                              vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
         for arg, param in zip(args.args, decl.params):
             _located(arg, param.span)
-        body = self.block(decl.body)
+        body = self.statements.block(decl.body)
         if self.uses_try:
             body = [self.propagate_boundary(body, decl.span)]
         cls = ast.AsyncFunctionDef if decl.is_async else ast.FunctionDef
@@ -303,7 +310,7 @@ class _ModuleGen(StatementGen):
             return ast.BoolOp(op=op, values=[self.expr(e.left), self.expr(e.right)])
         if e.op in _COMPARE:
             return self.compare(e)
-        return self.arith(e.op, e.left.type, self.expr(e.left), self.expr(e.right))
+        return self.arith(e.op, type_of(e.left), self.expr(e.left), self.expr(e.right))
 
     def compare(self, e: S.Binary) -> ast.expr:
         """`x == None` tests identity; everything else is Python's (structural) comparison."""
@@ -345,16 +352,16 @@ class _ModuleGen(StatementGen):
         return _call(self.rt("unwrap"), [self.expr(e.value)])
 
     def expr_Call(self, e: S.Call) -> ast.expr:
-        kind = e.call_kind
+        kind, target = e.call_kind, e.target
+        if kind == "builtin":
+            return self.builtin(e)
+        if target is None or kind not in ("class", "function", "async_function"):
+            raise CodegenError(f"call without a call_kind and target: {e.target or e.func}")
         if kind == "class":
             keywords = [_located(ast.keyword(arg=field_name(k.name), value=self.expr(k.value)), k.span)
                         for k in e.keywords]
-            return _call(_name(global_name(e.target)), [], keywords)
-        if kind in ("function", "async_function"):
-            return _call(_name(global_name(e.target)), [self.expr(a) for a in e.args])
-        if kind == "builtin":
-            return self.builtin(e)
-        raise CodegenError(f"call without a call_kind: {e.target or e.func}")
+            return _call(_name(global_name(target)), [], keywords)
+        return _call(_name(global_name(target)), [self.expr(a) for a in e.args])
 
     # --- builtins -------------------------------------------------------------------------
 
@@ -391,5 +398,5 @@ def _bits(t: T.Type) -> str:
 def _field_entry(name: str, t: T.Type) -> tuple[str, str, bool]:
     """`(name, type_name, optional)` for `__svc_fields__` (the database row mapper)."""
     optional = isinstance(t, T.Opt)
-    inner = t.inner if optional else t
+    inner = t.inner if isinstance(t, T.Opt) else t
     return (name, T.format_type(inner), optional)

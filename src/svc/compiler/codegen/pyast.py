@@ -1,10 +1,16 @@
 """The small pieces the code generator's modules share: Python AST node builders, the
 position rule (every node carries the `.svc` span it came from), the `_svc_` prefix of every
-name the generator introduces, and the Python attribute of a class field."""
+name the generator introduces, the Python attribute of a class field, and the checker's type
+of an expression."""
 
 from __future__ import annotations
 
 import ast
+from typing import Any, TypeVar
+
+from svc.compiler.front import syntax
+from svc.compiler.source import Span
+from svc.compiler.svctypes import Type
 
 PREFIX = "_svc_"
 
@@ -25,7 +31,17 @@ def field_name(name: str) -> str:
     return name
 
 
-def located(node: ast.AST, span) -> ast.AST:
+Node = TypeVar("Node", bound=ast.AST)
+
+
+def type_of(e: syntax.Expr) -> Type:
+    """The type the checker gave `e`; every checked expression has one."""
+    if e.type is None:
+        raise CodegenError(f"an expression without a type at {e.span.line}:{e.span.col}")
+    return e.type
+
+
+def located(node: Node, span: Span) -> Node:
     """Give `node` and the unlocated nodes under it the `.svc` position `span`. A node that
     already has a position was located with its whole subtree, so the walk stops there
     (which keeps code generation linear in the size of the program)."""
@@ -33,7 +49,7 @@ def located(node: ast.AST, span) -> ast.AST:
     end_line, end_col = span.end_line, max(span.end_col - 1, 0)
     if (end_line, end_col) < (line, col):
         end_line, end_col = line, col
-    todo = [node]
+    todo: list[Any] = [node]  # any node; those with "lineno" in _attributes get a position
     while todo:
         sub = todo.pop()
         if "lineno" in sub._attributes:
