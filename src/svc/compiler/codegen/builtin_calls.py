@@ -22,13 +22,13 @@ from svc.compiler import svctypes as T
 from svc.compiler.codegen.pyast import ROUTES, CodegenError
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import name as _name
-from svc.compiler.front import syntax as S
+from svc.compiler.front import syntax
 
 
 class Generator(Protocol):
     """What lowering a builtin call needs from the module being generated."""
 
-    def expr(self, e: S.Expr) -> ast.expr: ...
+    def expr(self, e: syntax.Expr) -> ast.expr: ...
 
     def rt(self, name: str) -> ast.Name: ...
 
@@ -37,9 +37,9 @@ class Generator(Protocol):
     def type_value(self, t: T.Type) -> ast.expr: ...
 
 
-def lower(gen: Generator, e: S.Call) -> ast.expr:
+def lower(gen: Generator, e: syntax.Call) -> ast.expr:
     """The Python expression of a checked builtin call."""
-    name = e.target or (e.func.id if isinstance(e.func, S.Name) else "")
+    name = e.target or (e.func.id if isinstance(e.func, syntax.Name) else "")
     if name == B.RANGE:
         lowering: B.Lowering = B.RANGE_LOWERING
     elif name in B.BUILTINS:
@@ -55,7 +55,7 @@ def lower(gen: Generator, e: S.Call) -> ast.expr:
     return form(gen, e, args)
 
 
-def runtime_call(gen: Generator, target: B.RuntimeCall, e: S.Call,
+def runtime_call(gen: Generator, target: B.RuntimeCall, e: syntax.Call,
                  args: list[ast.expr]) -> ast.expr:
     """`function(type argument, arguments, call site)`, as the record says."""
     if target.module == "support":
@@ -67,12 +67,12 @@ def runtime_call(gen: Generator, target: B.RuntimeCall, e: S.Call,
     return _call(function, type_args + args + site)
 
 
-def _unboxed(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _unboxed(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`ok(x)` is x, `fail(e)` is e: a Result is its value or its SvcError at run time."""
     return args[0] if args else ast.Constant(None)
 
 
-def _number_conversion(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _number_conversion(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`i64(x)`: an i64 or i32 is already one (Python ints), an f64 is truncated and checked;
     `f64(x)`: nothing for an f64, a float of an integer."""
     arg_type = e.args[0].type
@@ -81,17 +81,17 @@ def _number_conversion(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.e
     return args[0] if arg_type == T.F64 else _call(gen.rt("to_f64"), args)
 
 
-def _error_field(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _error_field(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`error_kind(e)` is `e.kind`, `error_message(e)` `e.message`."""
     return ast.Attribute(value=args[0], attr=(e.target or "").removeprefix("error_"),
                          ctx=ast.Load())
 
 
-def _list_append(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _list_append(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     return _call(ast.Attribute(value=args[0], attr="append", ctx=ast.Load()), args[1:])
 
 
-def _embedded_text(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _embedded_text(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """The checker read the file: its text is a constant of the program."""
     return ast.Constant(e.embedded_text if e.embedded_text is not None else "")
 
@@ -99,19 +99,20 @@ def _embedded_text(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
 _ABS: dict[T.Type, str] = {T.I64: "abs64", T.I32: "abs32", T.F64: "absf"}
 
 
-def _abs_by_type(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _abs_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     arg_type = e.args[0].type
     if arg_type is None or arg_type not in _ABS:
         raise CodegenError(f"abs of a {arg_type}")
     return _call(gen.runtime("stdlib", _ABS[arg_type]), args)
 
 
-def _with_routes(gen: Generator, e: S.Call, args: list[ast.expr]) -> ast.expr:
+def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`serve(db, port)` also hands the server the entry module's route list."""
     return _call(gen.runtime("server", "serve"), args + [_name(ROUTES)])
 
 
-SPECIAL_FORMS: dict[B.SpecialForm, Callable[[Generator, S.Call, list[ast.expr]], ast.expr]] = {
+SPECIAL_FORMS: dict[B.SpecialForm,
+                    Callable[[Generator, syntax.Call, list[ast.expr]], ast.expr]] = {
     B.UNBOXED: _unboxed,
     B.NUMBER_CONVERSION: _number_conversion,
     B.ERROR_FIELD: _error_field,

@@ -6,10 +6,10 @@ import ast
 from typing import Callable
 
 from svc.compiler import svctypes as T
-from svc.compiler.front import syntax as S
+from svc.compiler.front import syntax
 
 
-def fstring(e: S.FString, expr: Callable[[S.Expr], ast.expr]) -> ast.expr:
+def fstring(e: syntax.FString, expr: Callable[[syntax.Expr], ast.expr]) -> ast.expr:
     """Python formats str, int and bool as svc's `str(x)` does; an f64 needs `!r` (the
     shortest text that reads back: `2.5`, `1e+16`)."""
     values: list[ast.expr] = []
