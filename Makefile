@@ -16,7 +16,7 @@ NATIVE_STAMP := $(VENV)/.installed-native
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run test test-quick venv native system-deps browser postgres bench clean
+.PHONY: run test typecheck test-quick venv native system-deps browser postgres bench clean
 
 run: native
 	$(BIN)/svcc run --project examples/tasks
@@ -24,9 +24,13 @@ run: native
 # The whole suite on the runtime as `make run` serves it (compiled where it could be), then
 # the runtime's and the end-to-end tests again on the pure-Python modules (SVC_NATIVE=0): both
 # must work, and a machine without a C compiler runs only the second kind.
-test: $(TEST_STAMP) native browser postgres
+test: $(TEST_STAMP) native browser postgres typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	SVC_NATIVE=0 $(BIN)/python -m pytest -q -m 'not build and not ui' tests/runtime tests/e2e $(PYTEST_ARGS)
+
+# All of src/svc type-checked with mypy (the settings are pyproject.toml's [tool.mypy]).
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy
 
 # The quick local loop: everything but the slow executable builds.
 test-quick: $(TEST_STAMP) native postgres
