@@ -32,7 +32,7 @@ from svc.compiler.codegen.pyast import name as _name
 from svc.compiler.codegen.pyast import store as _store
 from svc.compiler.codegen.statements import StatementGen
 from svc.compiler.codegen.fstrings import fstring
-from svc.compiler.front import syntax as S
+from svc.compiler.front import syntax
 from svc.compiler import svctypes as T
 from svc.compiler.program import CheckedProgram
 from svc.contract import INT_RANGES
@@ -99,7 +99,7 @@ class _ModuleGen:
     of this class through `statements.ExpressionGen` (`expr`, `arith`, `local`, `temp`, `rt`).
     """
 
-    def __init__(self, program: CheckedProgram, globals_: set[str], module: S.Module,
+    def __init__(self, program: CheckedProgram, globals_: set[str], module: syntax.Module,
                  is_entry: bool, sync_twins: set[str]) -> None:
         self.program = program
         self.sync_twins = sync_twins
@@ -118,9 +118,9 @@ class _ModuleGen:
     def build(self) -> ast.Module:
         body: list[ast.stmt] = []
         for item in self.module.items:
-            if isinstance(item, S.ClassDef):
+            if isinstance(item, syntax.ClassDef):
                 body.append(self.class_def(item))
-            elif isinstance(item, S.FunctionDef):
+            elif isinstance(item, syntax.FunctionDef):
                 node = self.function_def(item)
                 body.append(node)
                 twin = self.sync_twin(item, node)
@@ -181,7 +181,7 @@ class _ModuleGen:
 
     # --- classes --------------------------------------------------------------------------
 
-    def class_def(self, decl: S.ClassDef) -> ast.ClassDef:
+    def class_def(self, decl: syntax.ClassDef) -> ast.ClassDef:
         info = self.program.classes[decl.name]
         annotations = ast.Dict(keys=[ast.Constant(field_name(n)) for n, _ in info.fields],
                                values=[ast.Constant(self.annotation(t)) for _, t in info.fields])
@@ -211,7 +211,7 @@ class _ModuleGen:
 
     # --- functions ------------------------------------------------------------------------
 
-    def function_def(self, decl: S.FunctionDef) -> ast.stmt:
+    def function_def(self, decl: syntax.FunctionDef) -> ast.stmt:
         self.uses_try = False
         self.temps = 0
         args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=self.local(p.name)) for p in decl.params],
@@ -226,7 +226,7 @@ class _ModuleGen:
                    returns=None, type_comment=None)
         return _located(node, decl.span)
 
-    def sync_twin(self, decl: S.FunctionDef, node: ast.stmt) -> ast.stmt | None:
+    def sync_twin(self, decl: syntax.FunctionDef, node: ast.stmt) -> ast.stmt | None:
         """A plain `def` copy of a route handler whose body never awaits, for the route table.
 
         Such a coroutine always finishes in its first step; called as a plain function it
@@ -254,57 +254,57 @@ class _ModuleGen:
 
     # --- expressions ----------------------------------------------------------------------
 
-    def expr(self, e: S.Expr) -> ast.expr:
+    def expr(self, e: syntax.Expr) -> ast.expr:
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is None:
             raise CodegenError(f"no code generation for expression {type(e).__name__}")
         return _located(method(e), e.span)
 
-    def expr_IntLit(self, e: S.IntLit) -> ast.expr:
+    def expr_IntLit(self, e: syntax.IntLit) -> ast.expr:
         return ast.Constant(e.value)
 
-    def expr_FloatLit(self, e: S.FloatLit) -> ast.expr:
+    def expr_FloatLit(self, e: syntax.FloatLit) -> ast.expr:
         return ast.Constant(float(e.value))
 
-    def expr_StrLit(self, e: S.StrLit) -> ast.expr:
+    def expr_StrLit(self, e: syntax.StrLit) -> ast.expr:
         return ast.Constant(e.value)
 
-    def expr_BoolLit(self, e: S.BoolLit) -> ast.expr:
+    def expr_BoolLit(self, e: syntax.BoolLit) -> ast.expr:
         return ast.Constant(bool(e.value))
 
-    def expr_NoneLit(self, e: S.NoneLit) -> ast.expr:
+    def expr_NoneLit(self, e: syntax.NoneLit) -> ast.expr:
         return ast.Constant(None)
 
-    def expr_UnitLit(self, e: S.UnitLit) -> ast.expr:
+    def expr_UnitLit(self, e: syntax.UnitLit) -> ast.expr:
         return ast.Constant(None)
 
-    def expr_Name(self, e: S.Name) -> ast.expr:
+    def expr_Name(self, e: syntax.Name) -> ast.expr:
         if e.ref in ("function", "class"):
             return _name(global_name(e.id))
         return _name(self.local(e.id))
 
-    def expr_Attribute(self, e: S.Attribute) -> ast.expr:
+    def expr_Attribute(self, e: syntax.Attribute) -> ast.expr:
         return ast.Attribute(value=self.expr(e.value), attr=field_name(e.attr), ctx=ast.Load())
 
-    def expr_Index(self, e: S.Index) -> ast.expr:
+    def expr_Index(self, e: syntax.Index) -> ast.expr:
         return _call(self.rt("index"), [self.expr(e.value), self.expr(e.index)])
 
-    def expr_FString(self, e: S.FString) -> ast.expr:
+    def expr_FString(self, e: syntax.FString) -> ast.expr:
         return fstring(e, self.expr)
 
-    def expr_ListLit(self, e: S.ListLit) -> ast.expr:
+    def expr_ListLit(self, e: syntax.ListLit) -> ast.expr:
         return ast.List(elts=[self.expr(x) for x in e.elements], ctx=ast.Load())
 
-    def expr_Unary(self, e: S.Unary) -> ast.expr:
+    def expr_Unary(self, e: syntax.Unary) -> ast.expr:
         if e.op == "not":
             return ast.UnaryOp(op=ast.Not(), operand=self.expr(e.operand))
         if e.type in T.INTEGERS:
-            if isinstance(e.operand, S.IntLit):
+            if isinstance(e.operand, syntax.IntLit):
                 return ast.Constant(-e.operand.value)
             return _call(self.rt("neg" + _bits(e.type)), [self.expr(e.operand)])
         return ast.UnaryOp(op=ast.USub(), operand=self.expr(e.operand))
 
-    def expr_Binary(self, e: S.Binary) -> ast.expr:
+    def expr_Binary(self, e: syntax.Binary) -> ast.expr:
         if e.op in ("and", "or"):
             op = ast.And() if e.op == "and" else ast.Or()
             return ast.BoolOp(op=op, values=[self.expr(e.left), self.expr(e.right)])
@@ -312,10 +312,11 @@ class _ModuleGen:
             return self.compare(e)
         return self.arith(e.op, type_of(e.left), self.expr(e.left), self.expr(e.right))
 
-    def compare(self, e: S.Binary) -> ast.expr:
+    def compare(self, e: syntax.Binary) -> ast.expr:
         """`x == None` tests identity; everything else is Python's (structural) comparison."""
         op = _COMPARE[e.op]()
-        if e.op in ("==", "!=") and (isinstance(e.left, S.NoneLit) or isinstance(e.right, S.NoneLit)):
+        if e.op in ("==", "!=") and (isinstance(e.left, syntax.NoneLit)
+                                     or isinstance(e.right, syntax.NoneLit)):
             op = ast.Is() if e.op == "==" else ast.IsNot()
         return ast.Compare(left=self.expr(e.left), ops=[op], comparators=[self.expr(e.right)])
 
@@ -344,14 +345,14 @@ class _ModuleGen:
         return ast.IfExp(test=test, body=_name(result),
                          orelse=_call(self.rt("overflow" + _bits(t)), []))
 
-    def expr_Await(self, e: S.Await) -> ast.expr:
+    def expr_Await(self, e: syntax.Await) -> ast.expr:
         return ast.Await(value=self.expr(e.value))
 
-    def expr_Try(self, e: S.Try) -> ast.expr:
+    def expr_Try(self, e: syntax.Try) -> ast.expr:
         self.uses_try = True
         return _call(self.rt("unwrap"), [self.expr(e.value)])
 
-    def expr_Call(self, e: S.Call) -> ast.expr:
+    def expr_Call(self, e: syntax.Call) -> ast.expr:
         kind, target = e.call_kind, e.target
         if kind == "builtin":
             return self.builtin(e)
@@ -365,7 +366,7 @@ class _ModuleGen:
 
     # --- builtins -------------------------------------------------------------------------
 
-    def builtin(self, e: S.Call) -> ast.expr:
+    def builtin(self, e: syntax.Call) -> ast.expr:
         return builtin_calls.lower(self, e)
 
     def type_value(self, t: T.Type) -> ast.expr:
