@@ -72,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     openapi = commands.add_parser("openapi", help="print the OpenAPI 3.1 document of the API")
     _add_target(openapi)
     openapi.add_argument("--output", metavar="FILE", help="write the document to FILE")
+
+    fmt = commands.add_parser("fmt", help="rewrite .svc files in the canonical layout")
+    fmt.add_argument("files", nargs="*", metavar="FILE", help=".svc files to format")
+    fmt.add_argument("--project", metavar="DIR", help="every .svc file of a project folder")
+    fmt.add_argument("--check", action="store_true",
+                     help="change nothing; list the files not in the layout (exit 1 if any)")
     return parser
 
 
@@ -117,11 +123,28 @@ def usage_error(file: str | None, project: str | None) -> str | None:
     return None
 
 
+def fmt_usage_error(files: list[str], project: str | None) -> str | None:
+    """`svcc fmt`'s usage check: DIR, or each FILE, as every command checks them."""
+    if project is not None and files:
+        return "give .svc files or --project DIR, not both"
+    if project is not None:
+        return usage_error(None, project)
+    if not files:
+        return "give .svc files or --project DIR"
+    for file in files:
+        problem = usage_error(file, None)
+        if problem:
+            return problem
+    return None
+
+
 def _guarded(args: Any) -> int:
     """The usage check, then the command; a bug of ours is one `error:` line and exit 1,
     never a traceback."""
     try:
         usage = usage_error(args.file, args.project) if hasattr(args, "file") else None
+        if hasattr(args, "files"):
+            usage = fmt_usage_error(args.files, args.project)
         if usage:
             print(f"error: {usage}", file=sys.stderr)
             return 2
@@ -260,9 +283,19 @@ def openapi_command(args: Any) -> int:
     return write_document(args.file, args.project, args.output)
 
 
+# --- svcc fmt ---------------------------------------------------------------------------------
+
+def fmt_command(args: Any) -> int:
+    """`svcc fmt FILE...|--project DIR [--check]`: 0 in the layout (now), 1 a file has errors
+    or, with --check, is not in the layout."""
+    from svc.tools.fmt import fmt_command as format_files
+
+    return format_files(args.files, args.project, args.check)
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "check": check_command, "run": run_command, "build": build_command, "test": test_command,
-    "openapi": openapi_command, "lsp": lsp_command}
+    "openapi": openapi_command, "lsp": lsp_command, "fmt": fmt_command}
 
 
 if __name__ == "__main__":

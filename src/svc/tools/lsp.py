@@ -23,6 +23,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from svc import __version__
 from svc.compiler.diagnostics import Diagnostic
+from svc.compiler.front.layout import format_text
 from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile, Span
 from svc.tools import lsp_index
@@ -249,7 +250,28 @@ def build_server() -> SvcServer:
         module, _ = parse(SourceFile(path, doc.source))  # this text, even if it has errors
         return [_symbol(ls, s) for s in lsp_index.symbols(module, program)]
 
+    @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
+    @_guard([])
+    def formatting(ls: SvcServer, params: lsp.DocumentFormattingParams) -> list[lsp.TextEdit]:
+        """`svcc fmt` on the editor's text: one edit replacing the whole document, none when
+        it is already in the layout or does not parse (its diagnostics say why)."""
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        text, _ = format_text(doc.path, doc.source)
+        if text is None or text == doc.source:
+            return []
+        return [lsp.TextEdit(range=_whole(ls, doc.lines), new_text=text)]
+
     return server
+
+
+def _whole(ls: SvcServer, lines: Sequence[str]) -> lsp.Range:
+    """The range of a whole document, to its very end, in the client's units."""
+    if not lines or lines[-1].endswith(("\n", "\r")):
+        end = lsp.Position(len(lines), 0)
+    else:
+        end = lsp.Position(len(lines) - 1, len(lines[-1]))
+    codec = ls.workspace.position_codec
+    return codec.range_to_client_units(lines, lsp.Range(lsp.Position(0, 0), end))
 
 
 def _symbol(ls: SvcServer, s: lsp_index.Symbol) -> lsp.DocumentSymbol:
