@@ -7,6 +7,7 @@
     parse_expressions.py  the parser's types and expressions (precedence climbing)
     syntax.py             the syntax tree's node classes, and `walk` over a tree
     imports.py            a program's files: read, parsed and ordered by their imports
+    layout.py             the canonical layout of a file (`svcc fmt`), from its tokens
 
 In: an entry file's path (plus, for an editor, an overlay of unsaved texts). Out, from
 `imports.load_modules`: the modules in load order (dependencies first, the entry last), the
