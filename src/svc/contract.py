@@ -77,7 +77,7 @@ class ResultKind(enum.Enum):
 #: What the router converts a parameter to: a scalar name ("i64" "i32" "f64" "bool" "str") for
 #: PATH and QUERY, the generated msgspec.Struct class for BODY, "bytes" or "view" for RAW, "Db"
 #: for DB, "Headers" for HEADERS.
-ParamType = Union[str, type]
+ParamType = Union[str, type, tuple]  # a tuple: an enum's member names (PATH and QUERY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +148,35 @@ def header_value_problem(value: str) -> str | None:
     for char, shown in (("\r", "CR"), ("\n", "LF"), ("\0", "NUL")):
         if char in value:
             return f"header value {value!r} holds a {shown} character"
+    return None
+
+
+# --- requests a test makes (`headers_of`, `test_request`) ----------------------------------------
+
+def header_line_problem(line: str) -> str | None:
+    """Why `line` is not a request header field `Name: value`, or None."""
+    name, colon, value = line.partition(":")
+    if not colon:
+        return f"{line!r} is not a header field: write it 'Name: value'"
+    if not _TOKEN.match(name):
+        return (f"header name {name!r} (in {line!r}) is not a token (letters, digits and "
+                "!#$%&'*+-.^_`|~)")
+    return header_value_problem(value.strip(" \t"))
+
+
+def method_problem(method: str) -> str | None:
+    """Why `method` cannot be a request's method, or None."""
+    if not _TOKEN.match(method):
+        return f"method {method!r} is not an HTTP method (GET, POST, PUT, DELETE, ...)"
+    return None
+
+
+def target_problem(target: str) -> str | None:
+    """Why `target` cannot be a request's path (and query), or None."""
+    if not target.startswith("/"):
+        return f"path {target!r} must start with '/' (a path and query: /api/tasks?limit=5)"
+    if any(char <= " " or char == "\x7f" for char in target):
+        return f"path {target!r} holds a space or control character (percent-encode it)"
     return None
 
 
