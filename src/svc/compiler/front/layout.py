@@ -23,7 +23,7 @@ source text. The rules:
 - no trailing blanks; the file ends with exactly one newline.
 
 Only a file that parses is laid out (a syntax error gives the front end's diagnostics and no
-text), and the result is lexed again and must give the same tokens and comments: a layout
+text), and the result must parse again and give the same tokens and comments: a layout
 that would change the program is a bug of ours and raises, never a silent rewrite.
 """
 
@@ -237,8 +237,11 @@ def _space(before: Token, token: Token, opened: list[_Open], after_unary: bool) 
 # --- the safety net ---------------------------------------------------------------------------
 
 def _check_same_program(source: SourceFile, text: str) -> None:
-    """Raise LayoutChangedProgram unless `text` has the tokens and comments of `source`."""
+    """Raise LayoutChangedProgram unless `text` parses and has the tokens and comments of
+    `source` (spacing matters to the parser in one place: `-9223372036854775808`)."""
     laid_out = SourceFile(source.path, text)
+    if parse(laid_out)[1]:
+        raise LayoutChangedProgram(f"the layout of {source.path} would not parse")
     before, after = tokenize(source)[0], tokenize(laid_out)[0]
     if _signature(before) != _signature(after):
         raise LayoutChangedProgram(f"the layout of {source.path} would change its tokens")
