@@ -38,8 +38,9 @@ class LspClient:
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         self.versions: dict[str, int] = {}
         root_uri = uri(root) if root else None
-        self.request("initialize", {"processId": None, "rootUri": root_uri,
-                                    "capabilities": {}})
+        initialized = self.request("initialize", {"processId": None, "rootUri": root_uri,
+                                                  "capabilities": {}})
+        self.capabilities: dict = initialized["capabilities"]  # what the server offers
         self.notify("initialized", {})
 
     # --- framing --------------------------------------------------------------------------

@@ -40,6 +40,7 @@ def test_formatting_is_one_edit_of_the_whole_unsaved_document(client, tmp_path) 
     path = tmp_path / "app.svc"
     path.write_text(TIDY)
     client.open(path, MESSY)  # the editor's text, not the file's
+    assert client.capabilities["documentFormattingProvider"]  # editors ask only then
     edits = format_request(client, path)
     assert len(edits) == 1
     assert edits[0]["range"] == {"start": {"line": 0, "character": 0},
