@@ -91,6 +91,9 @@ class _Open:
 
 
 class _Layout:
+    """Lays out one file's logical lines, and the blank and comment-only lines around and
+    inside them (which the lexer skips), into `out`, one output line per entry."""
+
     def __init__(self, lines: list[str], tokens: list[Token]):
         self.lines = lines
         self.logical = _logical_lines(tokens)
@@ -130,7 +133,7 @@ class _Layout:
         for number in range(self.done + 1, stop):
             text = self.lines[number - 1].strip()
             if not text:
-                self.blank_pending = not opens_block or self.blank_pending
+                self.blank_pending = self.blank_pending or not opens_block
                 continue
             level = self.comment_level(len(self.lines[number - 1]) - len(
                 self.lines[number - 1].lstrip(" \t")), previous, following)
