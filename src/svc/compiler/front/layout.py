@@ -61,7 +61,7 @@ def format_source(source: SourceFile) -> tuple[str | None, list[Diagnostic]]:
         return None, diagnostics
     tokens, _ = tokenize(source)
     text = _Layout(source.lines, tokens).run()
-    _check_same_program(source, text)
+    _check_same_program(source, tokens, text)
     return text, []
 
 
@@ -239,13 +239,13 @@ def _space(before: Token, token: Token, opened: list[_Open], after_unary: bool) 
 
 # --- the safety net ---------------------------------------------------------------------------
 
-def _check_same_program(source: SourceFile, text: str) -> None:
+def _check_same_program(source: SourceFile, before: list[Token], text: str) -> None:
     """Raise LayoutChangedProgram unless `text` parses and has the tokens and comments of
     `source` (spacing matters to the parser in one place: `-9223372036854775808`)."""
     laid_out = SourceFile(source.path, text)
     if parse(laid_out)[1]:
         raise LayoutChangedProgram(f"the layout of {source.path} would not parse")
-    before, after = tokenize(source)[0], tokenize(laid_out)[0]
+    after = tokenize(laid_out)[0]
     if _signature(before) != _signature(after):
         raise LayoutChangedProgram(f"the layout of {source.path} would change its tokens")
     if _comments(source, before) != _comments(laid_out, after):
