@@ -22,12 +22,13 @@ from svc.runtime.db.errors import SEVERAL_STATEMENTS, at_svc_line
 from svc.runtime.db.migrations import db_migrate
 from svc.runtime.db.rows import RowMismatch
 from svc.runtime.db.sqlite import BUSY_TIMEOUT_SECONDS, resolve_path, set_base_directory
-from svc.runtime.db.transactions import db_begin, db_commit, db_rollback
+from svc.runtime.db.transactions import (db_begin, db_commit, db_rollback, end_transactions,
+                                         refuse_if_held)
 from svc.runtime.support import SvcError
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "RowMismatch", "Tx", "close_all", "db_all", "db_begin",
            "db_commit", "db_dialect", "db_exec", "db_migrate", "db_one", "db_open",
-           "db_rollback", "resolve_path", "set_base_directory"]
+           "db_rollback", "end_transactions", "resolve_path", "set_base_directory"]
 
 
 async def db_open(path: str) -> Db | SvcError:
@@ -43,10 +44,16 @@ def db_dialect(db: Db | Tx) -> str:
 
 
 # `db` may be a Db or a Tx (the statement then runs inside the transaction). A result that
-# is a several-statements error gets the .svc line of the call (the caller's frame).
+# is a several-statements error gets the .svc line of the call (the caller's frame). A Db
+# whose `_holders` is not empty may be held by the caller's own open transaction
+# (transactions.py); a Tx's `_holders` is None.
 
 async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
     """Run one statement; the number of rows it changed (0 for statements that change none)."""
+    if db._holders:
+        held = refuse_if_held(db)
+        if held is not None:
+            return held
     result = await db._submit(EXEC, sql, args, None)
     if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
         return at_svc_line(result, sys._getframe(1))
@@ -55,6 +62,10 @@ async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
 
 async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
     """Every row of a query, each mapped to an instance of `cls`."""
+    if db._holders:
+        held = refuse_if_held(db)
+        if held is not None:
+            return held
     result = await db._submit(ALL, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
         return at_svc_line(result, sys._getframe(1))
@@ -63,6 +74,10 @@ async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
 
 async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | SvcError:
     """The first row of a query mapped to `cls`, or None when there is no row."""
+    if db._holders:
+        held = refuse_if_held(db)
+        if held is not None:
+            return held
     result = await db._submit(ONE, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
         return at_svc_line(result, sys._getframe(1))

@@ -17,10 +17,17 @@ BEGIN, COMMIT, ROLLBACK = "begin", "commit", "rollback"
 
 
 class Db:
-    """A database handle (SQLite file or PostgreSQL pool). `dialect` names the database."""
+    """A database handle (SQLite file or PostgreSQL pool). `dialect` names the database.
 
-    __slots__ = ("__weakref__",)
+    `_holders`: the transactions begun on it by svc code and maybe still open, by the task
+    that began each (transactions.py): that task's statements on the `Db` itself are refused.
+    """
+
+    __slots__ = ("__weakref__", "_holders")
     dialect = ""
+
+    def __init__(self) -> None:
+        self._holders: dict[object, Tx] = {}
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         raise NotImplementedError
@@ -41,11 +48,16 @@ class Tx:
     its request ended"); a finished Tx answers every use with a `database` error.
     """
 
-    __slots__ = ("db", "state")
+    __slots__ = ("db", "state", "site", "owner")
+
+    #: A Tx is never held against itself: a statement given it always runs (db_exec, ...).
+    _holders = None
 
     def __init__(self, db: Db) -> None:
         self.db = db
         self.state = OPEN
+        self.site = ""  # the .svc "file:line" of its db_begin, when svc code began it
+        self.owner: object = None  # the task that began it, while it is in `db._holders`
 
     @property
     def dialect(self) -> str:

@@ -21,6 +21,7 @@ import time
 from datetime import datetime, timezone
 
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ROLLBACK, SCRIPT, Db, Tx
+from svc.runtime.db.transactions import refuse_if_held
 from svc.runtime.support import SvcError
 
 _TABLE = ("CREATE TABLE IF NOT EXISTS svc_migrations (step BIGINT PRIMARY KEY, "
@@ -47,6 +48,9 @@ def step_hash(text: str) -> str:
 
 async def db_migrate(db: Db, steps: list[str]) -> int | SvcError:
     """Apply, in order, the steps not yet applied; how many it applied."""
+    held = refuse_if_held(db)  # its own transaction would wait for the caller's
+    if held is not None:
+        return held
     hashes = [step_hash(step) for step in steps]
     applied = 0
     while True:

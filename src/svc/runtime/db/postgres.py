@@ -73,6 +73,7 @@ class PostgresDb(Db):
     dialect = "postgresql"
 
     def __init__(self, url: str, pool: Pool | None) -> None:
+        super().__init__()
         self.url = url
         self.pool = pool
 

@@ -70,6 +70,7 @@ class SqliteDb(Db):
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
+        super().__init__()
         self.path = path
         # Lists of jobs handed to the thread; a job is a (future, op, sql, args, cls) tuple.
         self._queue: SimpleQueue = SimpleQueue()
