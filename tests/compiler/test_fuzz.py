@@ -31,7 +31,9 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b"let ", b"def ", b"class ", b"import \"", b"None", b"9223372036854775808",
             b"-", b".", b",", b"#", b"\xff", b"\xc3", b"\x00", b"\r", b"\xe2\x80\xa8", b"_",
             b"db_all[Task](", b"[i64]", b"Result[", b"if ", b"elif ", b"else:", b"return ",
-            b'f"', b"f'", b"{", b"}", b"{{", b"}}", b'f"{x}', b'{len(', b'"}"']
+            b'f"', b"f'", b"{", b"}", b"{{", b"}}", b'f"{x}', b'{len(', b'"}"',
+            b"[1:]", b"[:2]", b"[1:2]", b"[:]", b'matches(x, "(a")', b'find_all(x, "[a-")',
+            b'replace_re(x, "(a)", "$2")']
 #: The pieces random f-strings are made of (test_fstrings_never_raise).
 FSTRING_PIECES = ["{", "}", "{{", "}}", "x", "name", "1", "2.5", "+", "(", ")", "[", "]", '"',
                   "'", "\\", "\\n", "\\u{41}", "\\q", " ", "#", "f\"", "len(", ",", ".",

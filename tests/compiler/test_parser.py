@@ -222,7 +222,7 @@ def test_helpful_messages() -> None:
         "def f():\n    1 = x\n": "cannot assign",
         "def f():\n    def g():\n        pass\n": "only allowed at top level",
         "def f():\n    x = (1, 2)\n": "tuples are not supported",
-        "def f():\n    x = xs[1:2]\n": "slices are not supported",
+        "def f():\n    x = xs[1:2:3]\n": "a slice has no step",
         "def f():\n    let x = 1\n": "'let' needs a type",
         "def f(x: i64 = 1):\n    pass\n": "no default values",
         "def f():\n    match x:\n        case Foo(y): pass\n": "expected a pattern",

@@ -40,6 +40,7 @@ TEXT = "text"  # str, bytes or view[bytes] (`json_decode`)
 DB_ARG = "db_arg"  # scalar or T? of a scalar, or view[bytes]: a SQL argument
 DB_OR_TX = "db_or_tx"  # a Db, or a Tx (the statement runs inside that transaction)
 LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
+LITERAL_PATTERN = "literal_pattern"  # a str literal holding a valid regex (`matches`, ...)
 OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
 SAME_AS_FIRST = "same_as_first"  # a value of the first argument's type (`assert_eq`)
 STR_OR_LIST = "str_or_list"  # str or any List[T] (`contains`)
@@ -195,6 +196,8 @@ BUILTINS: dict[str, Builtin] = dict([
        "Whether text begins with prefix."),
     _b("ends_with(text: str, suffix: str) -> bool", (STR, STR), BOOL, "stdlib.ends_with",
        "Whether text ends with suffix."),
+    _b("index_of(text: str, part: str) -> i64", (STR, STR), I64, "stdlib.index_of",
+       "Where part first occurs in text, in UTF-8 bytes as len and text[a:b] count, or -1."),
     _b("replace(text: str, old: str, new: str) -> str", (STR, STR, STR), STR, "stdlib.replace",
        "Every non-overlapping old replaced by new (an empty old changes nothing)."),
     _b("split(text: str, sep: str) -> List[str]", (STR, STR), ListOf(STR), "stdlib.split",
@@ -208,6 +211,17 @@ BUILTINS: dict[str, Builtin] = dict([
        "The UTF-8 bytes of text."),
     _b("to_str(data) -> Result[str, Error]", (BYTES_OR_VIEW,), ResultOf(STR), "stdlib.to_str",
        "UTF-8 bytes or view[bytes] as a str, or an invalid error.", errors=INVALID),
+    # regular expressions (svc/patterns.py: RE2's syntax, linear-time matching)
+    _b("matches(text: str, pattern: str) -> bool", (STR, LITERAL_PATTERN), BOOL,
+       "stdlib.matches", "Whether the pattern (a literal) matches anywhere in text; ^...$ for "
+       "the whole text."),
+    _b("find_all(text: str, pattern: str) -> List[str]", (STR, LITERAL_PATTERN), ListOf(STR),
+       "stdlib.find_all", "The text of every non-overlapping match of the pattern (a literal), "
+       "left to right."),
+    _b("replace_re(text: str, pattern: str, replacement: str) -> str",
+       (STR, LITERAL_PATTERN, STR), STR, "stdlib.replace_re",
+       "Every non-overlapping match of the pattern (a literal) replaced; $1, ${name} name "
+       "groups, $$ is a $."),
     # lists
     _b("slice(xs: List[T], start: i64, end: i64) -> List[T]", (LIST, I64, I64), SAME_AS_ARG,
        "stdlib.slice_",
@@ -342,6 +356,7 @@ KIND_TEXT = {
     DB_ARG: "i64, i32, f64, bool, str, bytes or T? of those",
     DB_OR_TX: "a Db or a Tx",
     LITERAL_PATH: "a string literal",
+    LITERAL_PATTERN: "a string literal",
     STR_OR_LIST: "str or a List",
     BYTES_OR_VIEW: "bytes or view[bytes]",
     SORTABLE_LIST: "List[i64], List[i32], List[f64] or List[str]",

@@ -20,6 +20,7 @@ import secrets
 import time
 import uuid
 
+from svc import patterns
 from svc.contract import I32_MIN, I64_MIN
 from svc.runtime.support import SvcError, SvcFault
 
@@ -45,8 +46,8 @@ def upper(s: str) -> str:
 
 def contains(container, part) -> bool:
     """`contains(s, part)` on a str; `contains(xs, v)` on a List, by `==` (so a NaN is never
-    found, unlike Python's `in`, which also tests identity)."""
-    if container.__class__ is str:
+    found, unlike Python's `in`, which also tests identity); `contains(m, key)` on a Map."""
+    if container.__class__ is str or container.__class__ is dict:
         return part in container
     for item in container:
         if item == part:
@@ -109,18 +110,47 @@ def to_str(data) -> str | SvcError:
         return SvcError("invalid", f"not valid UTF-8 (bad byte at offset {exc.start})")
 
 
+def index_of(s: str, part: str) -> int:
+    """Where part first occurs in s, in UTF-8 bytes (as `len` and `s[a:b]` count), or -1."""
+    i = s.find(part)
+    if i <= 0 or s.isascii():
+        return i
+    return len(s[:i].encode("utf-8", "surrogatepass"))
+
+
+def slice_text(s: str, start: int, end: int | None) -> str:
+    """`s[start:end]` in UTF-8 bytes: both bounds clamped to `0..len(s)` as `slice` clamps, then
+    moved back to the first byte of the character they fall in, so a slice never cuts a
+    character (and `s[:i] + s[i:] == s` for every i). Never a fault."""
+    if s.isascii():
+        return s[max(start, 0):end if end is None or end >= 0 else 0]
+    data = s.encode("utf-8", "surrogatepass")
+    n = len(data)
+    start = _character_start(data, min(max(start, 0), n))
+    end = n if end is None else _character_start(data, min(max(end, 0), n))
+    return data[start:end].decode("utf-8", "surrogatepass") if start < end else ""
+
+
+def _character_start(data: bytes, i: int) -> int:
+    """i, or the offset of the first byte of the UTF-8 character byte i is inside of."""
+    while i < len(data) and data[i] & 0xC0 == 0x80:  # a continuation byte
+        i -= 1
+    return i
+
+
 def _shown(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 # --- lists -----------------------------------------------------------------------------------
 
-def slice_(xs: list, start: int, end: int) -> list:
-    """A new list of `xs[start:end]` with both bounds clamped to `0..len(xs)`: never a fault,
-    and no Python negative indexing (`slice(xs, -2, 9)` is the whole of a short list)."""
+def slice_(xs, start: int, end: int | None):
+    """A new list (or bytes) of `xs[start:end]` with both bounds clamped to `0..len(xs)`: never
+    a fault, and no Python negative indexing (`slice(xs, -2, 9)` is the whole of a short list).
+    `slice(xs, a, b)` and `xs[a:b]` (end None when left out) both come here."""
     n = len(xs)
     start = min(max(start, 0), n)
-    end = min(max(end, 0), n)
+    end = n if end is None else min(max(end, 0), n)
     return xs[start:end]
 
 
@@ -259,3 +289,21 @@ def constant_time_eq(a: str, b: str) -> bool:
     """Equality whose time does not depend on where the texts differ (for tokens and MACs);
     texts of different lengths are unequal at once, as with hmac.compare_digest."""
     return hmac.compare_digest(_data(a), _data(b))
+
+
+# --- regular expressions (the dialect: svc/patterns.py) ----------------------------------------
+
+def matches(text: str, pattern: str) -> bool:
+    """Whether pattern matches anywhere in text (anchor it with ^...$ for the whole)."""
+    return patterns.compiled(pattern).search(text) is not None
+
+
+def find_all(text: str, pattern: str) -> list:
+    """The text of every non-overlapping match, left to right."""
+    return [m.group(0) for m in patterns.compiled(pattern).finditer(text)]
+
+
+def replace_re(text: str, pattern: str, replacement: str) -> str:
+    """Every non-overlapping match replaced by replacement, its `$1`/`${name}` expanded."""
+    pieces = patterns.parse_replacement(replacement)
+    return patterns.compiled(pattern).sub(lambda m: patterns.expand(pieces, m), text)

@@ -13,6 +13,7 @@ import os
 
 from svc.compiler import builtin_table as B
 from svc.compiler.check import http_types as check_http
+from svc.compiler.check import regex_patterns
 from svc.compiler.check.context import suggest
 from svc.compiler.check.expressions import VIEW_BYTES, ExpressionChecker, field_name_span, fmt
 from svc.compiler.front import syntax
@@ -279,6 +280,8 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, want, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
+        if spec == B.LITERAL_PATTERN:
+            return regex_patterns.pattern_argument(self, call, arg)
         t = self.expr(arg, self.literal_hint(call, b, i, spec))
         if t != UNKNOWN and not self.fits_kind(t, spec):
             self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}", arg.span)

@@ -221,6 +221,22 @@ class ExpressionChecker:
                        e.value.span)
         return UNKNOWN
 
+    def e_Slice(self, e: syntax.Slice, expected) -> Type:
+        """`s[a:b]`: a str, bytes or List of the same type; the bounds are i64 (UTF-8 bytes of
+        a str, as `len` and `index_of` count)."""
+        t = self.expr(e.value)
+        for bound in (e.start, e.end):
+            if bound is not None:
+                self.expect(bound, I64, "slice bound: ")
+        if t in (STR, BYTES) or isinstance(t, ListOf):
+            return t
+        if t == VIEW_BYTES:
+            self.error("cannot slice a view[bytes]; copy it into bytes first (to_bytes) or "
+                       "decode it (to_str)", e.value.span)
+        elif t != UNKNOWN:
+            self.error(f"cannot slice {fmt(t)}: only a str, bytes or a List", e.value.span)
+        return UNKNOWN
+
     def e_ListLit(self, e: syntax.ListLit, expected) -> Type:
         want = expected.inner if isinstance(expected, Opt) else expected
         if isinstance(want, ListOf):

@@ -289,6 +289,14 @@ class _ModuleGen:
     def expr_Index(self, e: syntax.Index) -> ast.expr:
         return _call(self.rt("index"), [self.expr(e.value), self.expr(e.index)])
 
+    def expr_Slice(self, e: syntax.Slice) -> ast.expr:
+        """`s[a:b]`: stdlib.slice_text for a str (UTF-8 byte bounds), slice_ otherwise; a
+        missing start is 0, a missing end None (the length)."""
+        function = "slice_text" if e.value.type == T.STR else "slice_"
+        start = ast.Constant(0) if e.start is None else self.expr(e.start)
+        end = ast.Constant(None) if e.end is None else self.expr(e.end)
+        return _call(self.runtime("stdlib", function), [self.expr(e.value), start, end])
+
     def expr_FString(self, e: syntax.FString) -> ast.expr:
         return fstring(e, self.expr)
 

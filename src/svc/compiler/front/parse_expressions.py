@@ -177,13 +177,24 @@ class ExpressionParser(TokenCursor):
         self.advance()
         if self.at("]"):
             raise self.fail("expected an index inside '[]'")
+        if self.at(":"):
+            return self.slice(value, None)
         index = self.expr()
         if self.at(":"):
-            raise self.fail("slices are not supported")
+            return self.slice(value, index)
         if self.at(","):
             raise self.fail("an index is a single expression")
         self.expect("]", "']' after the index")
         return syntax.Index(self.span_from(value.span), value, index)
+
+    def slice(self, value: syntax.Expr, start: syntax.Expr | None) -> syntax.Slice:
+        """`value[start:end]` from the ':' on; either bound may be left out, no step."""
+        self.advance()  # ':'
+        end = None if self.at("]") else self.expr()
+        if self.at(":"):
+            raise self.fail("a slice has no step: write value[start:end]")
+        self.expect("]", "']' after the slice")
+        return syntax.Slice(self.span_from(value.span), value, start, end)
 
     def call(self, func: syntax.Expr, type_args: list[syntax.TypeExpr]) -> syntax.Call:
         opener = self.advance()  # '('

@@ -119,6 +119,15 @@ class Index(Expr):
 
 
 @dataclass(eq=False)
+class Slice(Expr):
+    """`value[start:end]` on a str, bytes or List; either bound may be left out (None)."""
+
+    value: Expr
+    start: Optional[Expr]
+    end: Optional[Expr]
+
+
+@dataclass(eq=False)
 class Keyword(Node):
     """`name=value` in a class construction."""
 
