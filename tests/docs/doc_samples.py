@@ -9,7 +9,7 @@ Shared by the guide's test and the reference's test, so both pages follow one co
 - `<!-- error below -->` before a sample: `svcc check` must fail, and its stderr must contain
   the ```text block that follows verbatim (the sample is checked as `example.svc`).
 - `<!-- test file below -->` before a sample: it is a test file of the program sample before
-  it. The program is written under the name the test file imports (`from "notes.svc" ...`),
+  it (error samples left out). The program is written under the name the test file imports (`from "notes.svc" ...`),
   the sample next to it as `notes_test.svc`, and `svcc test notes.svc` must print the
   ```output block that follows, test times aside (`mask_durations`).
 - `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->` lines before a sample, or the
@@ -82,7 +82,8 @@ def samples(page: Path) -> list[Sample]:
         if language == "svc":
             found.append(_sample(page, i + 1, body, markers))
             if "<!-- test file below -->" in markers:
-                programs = [s for s in found[:-1] if s.tested_program is None]
+                programs = [s for s in found[:-1]
+                            if s.tested_program is None and not s.wants_error]
                 found[-1].tested_program = programs[-1].code if programs else ""
                 found[-1].wants_output = True
         elif language == "output" and last and last.wants_output and last.output is None:

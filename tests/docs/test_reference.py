@@ -6,7 +6,9 @@ tests/docs/doc_samples.py say what more a sample promises, in short:
 - a sample without `main` is a fragment: `def main(): pass` is appended before checking;
 - `<!-- error below -->`: the check must fail, printing the ```text block that follows;
 - `<!-- output below -->`: running it must print exactly the ```output block that follows;
-- `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->`: served, it answers so.
+- `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->`: served, it answers so;
+- `<!-- test file below -->`: run with `svcc test` beside the program sample before it, it
+  reports the ```output block that follows.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import re
 import pytest
 
 from svc.compiler.builtin_table import BUILTINS, RANGE
-from tests.docs.doc_samples import REPO, check, run, samples, serve_and_ask
+from tests.docs.doc_samples import (
+    REPO, check, mask_durations, run, run_tests, samples, serve_and_ask,
+)
 
 PAGES = sorted((REPO / "docs" / "reference").glob("*.md"))
 SAMPLES = [s for page in PAGES for s in samples(page)]
@@ -26,9 +30,10 @@ def _ids(chosen):
     return [s.id for s in chosen]
 
 
-GOOD = [s for s in SAMPLES if not s.wants_error]
+TESTING = [s for s in SAMPLES if s.tested_program is not None]  # test files
+GOOD = [s for s in SAMPLES if not s.wants_error and s.tested_program is None]
 BAD = [s for s in SAMPLES if s.wants_error]
-PRINTING = [s for s in SAMPLES if s.output is not None]
+PRINTING = [s for s in SAMPLES if s.output is not None and s.tested_program is None]
 SERVING = [s for s in SAMPLES if s.requests]
 
 
@@ -62,6 +67,12 @@ def test_sample_prints_what_the_page_shows(tmp_path, sample):
 @pytest.mark.parametrize("sample", SERVING, ids=_ids(SERVING))
 def test_sample_answers_as_the_page_says(tmp_path, sample):
     serve_and_ask(tmp_path, sample)
+
+
+@pytest.mark.parametrize("sample", TESTING, ids=_ids(TESTING))
+def test_test_file_sample_reports_what_the_page_shows(tmp_path, sample):
+    result = run_tests(tmp_path, sample)
+    assert mask_durations(result.stdout) == mask_durations(sample.output), result.stderr
 
 
 BUILTINS_PAGE = REPO / "docs" / "reference" / "builtins.md"

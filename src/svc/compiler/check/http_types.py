@@ -16,11 +16,15 @@ from __future__ import annotations
 from svc.compiler.builtin_table import HTTP_TYPE_NAMES
 from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
+from svc.compiler.front.imports import TEST_SUFFIX
 from svc.compiler.svctypes import (
     HEADERS, HTML, UNKNOWN, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
     format_type, is_json_type,
 )
-from svc.contract import header_problem, header_value_problem, status_problem
+from svc.contract import (
+    header_line_problem, header_problem, header_value_problem, method_problem, status_problem,
+    target_problem,
+)
 
 #: The type names this module resolves.
 TYPE_NAMES = HTTP_TYPE_NAMES
@@ -89,7 +93,7 @@ def _contains_response(t: Type) -> bool:
 # --- builtin calls ---------------------------------------------------------------------------
 
 #: Builtins whose literal arguments are checked as the server would check them.
-LITERAL_CHECKED = frozenset({"respond", "set_header", "add_header"})
+LITERAL_CHECKED = frozenset({"respond", "set_header", "add_header", "headers_of", "test_request"})
 
 
 def response_body(calls, arg: syntax.Expr, expected: Type | None) -> Type:
@@ -118,6 +122,8 @@ def check_literals(calls, call: syntax.Call) -> None:
     """A status, header name or value written as a literal is checked now, as the server
     would check it: `respond(700, x)` or `set_header(r, "Content-Length", n)` never runs."""
     args = call.args
+    if call.target in ("headers_of", "test_request"):
+        return _check_request_literals(calls, call)
     if call.target == "respond" and args:
         status = int_literal(args[0])
         if status is not None and status_problem(status) is not None:
@@ -140,3 +146,29 @@ def int_literal(e: syntax.Expr) -> int | None:
     if isinstance(e, syntax.Unary) and e.op == "-" and isinstance(e.operand, syntax.IntLit):
         return -e.operand.value
     return None
+
+
+def _check_request_literals(calls, call: syntax.Call) -> None:
+    """`headers_of(["Name: value"])` and `test_request(db, "GET", "/path", ...)`: literal
+    lines, methods and paths that test_client would refuse at run time are refused now."""
+    args = call.args
+    if call.target == "headers_of":
+        lines = args[0].elements if args and isinstance(args[0], syntax.ListLit) else []
+        for line in lines:
+            problem = header_line_problem(line.value) if isinstance(line, syntax.StrLit) else None
+            if problem is not None:
+                calls.error(f"headers_of: {problem}", line.span)
+        return
+    for index, problem_of in ((1, method_problem), (2, target_problem)):
+        literal = args[index] if len(args) > index else None
+        if isinstance(literal, syntax.StrLit):
+            problem = problem_of(literal.value)
+            if problem is not None:
+                calls.error(f"test_request: {problem}", literal.span)
+
+
+def check_test_only(calls, call: syntax.Call) -> None:
+    """A builtin of the test client used outside a test file."""
+    if not calls.file.endswith(TEST_SUFFIX):
+        calls.error(f"{call.target} can only be called in a test file (*{TEST_SUFFIX}), "
+                    "which `svcc test` runs", call.func.span)
