@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -204,3 +205,43 @@ def test_svc_toml_is_watched(tmp_path):
         assert server.process.wait(timeout=15) == 0
     finally:
         server.stop()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_version_that_fails_at_start_is_reported_and_leaves_no_defunct_child(hello):
+    """The port is taken before the watch starts, so the program fails at start: the watch
+    says so, reaps the child at once (no zombie under it) and serves the next version once
+    the port is free."""
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    port = blocker.getsockname()[1]
+    process = subprocess.Popen(svcc() + ["run", "--watch", str(hello)], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "SVC_PORT": str(port)})
+    try:
+        log = []
+        while not log or "waiting for changes" not in log[-1]:
+            line = process.stderr.readline()
+            assert line, "".join(log)
+            log.append(line)
+        assert log[-1] == "watch: the program exited with status 1; waiting for changes\n"
+        assert str(port) in "".join(log)  # the program's own error names the port it wanted
+        deadline = time.monotonic() + 5
+        while _children(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _children(process.pid) == set()  # reaped: not even a zombie is left
+        assert process.poll() is None  # the watch goes on
+
+        blocker.close()
+        _save(hello, hello.read_text().replace("hello, visitor", "back, visitor"))
+        assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=15)
+        assert process.returncode == 0
+        assert "waiting for changes" not in rest  # a server stopped by the watch is not reported
+    finally:
+        blocker.close()
+        if process.poll() is None:
+            process.kill()
+            process.wait()

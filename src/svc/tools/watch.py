@@ -9,7 +9,9 @@ it does not check, the diagnostics are printed and the old server keeps serving.
 The files watched are the ones the pipeline read (sources, svc.toml) and the include_text
 files, watched through their folders: editors often save by writing a new file and renaming
 it over the old one, which a watch on the file itself would miss. Ctrl+C stops the server and
-the watch, exit 0.
+the watch, exit 0. A server that exits by itself (it failed at start: a migration error, a port
+in use) is waited for at once and reported: "the program exited with status N; waiting for
+changes".
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class Watcher:
     def restart(self) -> None:
         self.stop_server()
         self.server = subprocess.Popen(self.command())
+        threading.Thread(target=self.reap, args=(self.server,), daemon=True).start()
+
+    def reap(self, server: subprocess.Popen) -> None:
+        """Wait for the server child, so that one that exits by itself (a migration that
+        fails, a port in use, a fault in main) leaves no defunct process behind, and say so:
+        the watch goes on, and the next change that checks starts it again. A server stopped
+        by `stop_server` (a restart, Ctrl+C) is not reported."""
+        status = server.wait()
+        if self.server is server:
+            _say(f"{exit_text(status)}; waiting for changes")
 
     def stop_server(self) -> None:
         """SIGTERM, then wait for the requests in flight; kill only if it takes too long."""
@@ -120,6 +132,13 @@ class Watcher:
             _say("not restarted: the previous version is still serving")
         else:
             _say("not started: fix the errors above and save")
+
+
+def exit_text(status: int) -> str:
+    """How the program ended: `Popen.returncode` is -N for a program killed by signal N."""
+    if status < 0:
+        return f"the program was killed by signal {-status}"
+    return f"the program exited with status {status}"
 
 
 def watch_and_serve(target: pipeline.Target) -> int:
