@@ -159,3 +159,19 @@ def test_handlers_past_the_processing_limit_answer_504(server):
     for path in ("/sleepy", "/spin"):
         assert _error(server.request("GET", path), 504) == "request timed out"
         assert server.request("GET", "/items/1").status == 200
+
+
+def test_bad_utf8_is_reported_in_svc_words_not_pythons(server):
+    """A body, path or query value that is not UTF-8 is a 400 saying so in svc's words, with
+    the offset of the first bad byte in the whole body (Python's codec message names a
+    position inside one JSON string)."""
+    raw = b'{"id":1,"name":"ab\xff","qty":2,"price":1.5,"note":null,"tags":[]}'
+    message = _error(server.request("POST", "/items", raw=raw,
+                                    headers={"Content-Type": "application/json"}), 400)
+    assert message == "invalid request body: not valid UTF-8 (bad byte at offset 18)"
+    truncated = b'{"id":1,"name":"\xc3","qty":2,"price":1.5,"note":null,"tags":[]}'
+    message = _error(server.request("POST", "/items", raw=truncated,
+                                    headers={"Content-Type": "application/json"}), 400)
+    assert message == "invalid request body: not valid UTF-8 (bad byte at offset 16)"
+    message = _error(server.request("GET", "/names/a%FFb"), 400)
+    assert message == "invalid path parameter 'name': expected str"

@@ -136,8 +136,20 @@ def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes 
         raise BindError(415, UNSUPPORTED_MEDIA)
     try:
         return decoder.decode(body)
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # ValidationError is a DecodeError
+    except UnicodeDecodeError:  # Python's words, about a position inside one JSON string
+        raise BindError(400, f"invalid request body: {not_utf8(body)}")
+    except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
         raise BindError(400, f"invalid request body: {exc}")
+
+
+def not_utf8(body: bytes) -> str:
+    """Where a body that is not UTF-8 first goes wrong, in the words of `to_str`: the offset
+    of the first bad byte in the whole body (only called on that error)."""
+    try:
+        bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 (bad byte at offset {exc.start})"
+    return "not valid UTF-8"
 
 
 # --- the binder of one route ------------------------------------------------------------------
