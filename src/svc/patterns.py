@@ -16,12 +16,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Union
-
-import re2
-
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # RE2 would print its own line on stderr for each bad pattern
 
 _COMPILED: dict[str, Any] = {}  # pattern -> compiled RE2 regexp; patterns are literals
 _REFERENCE = re.compile(r"\$(?:\$|(\d+)|\{(\w+)\})")
@@ -68,9 +64,25 @@ def problem(pattern: str) -> PatternError | None:
     return None
 
 
+@cache
+def _re2() -> Any:
+    """RE2, imported when a first pattern is compiled (~15 ms), so that a program or a check
+    without regular expressions does not pay for it."""
+    import re2
+    return re2
+
+
+@cache
+def _options() -> Any:
+    options = _re2().Options()
+    options.log_errors = False  # RE2 would print its own line on stderr for each bad pattern
+    return options
+
+
 def _compile(pattern: str) -> Any:
+    re2 = _re2()
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(pattern, _options())
     except re2.error as exc:
         raise _pattern_error(pattern, exc) from None
 
@@ -129,6 +141,6 @@ def expand(pieces: list[Piece], match: Any) -> str:
         else:
             try:
                 out.append(match.group(p.ref) or "")
-            except (IndexError, KeyError, re2.error):
+            except (IndexError, KeyError, _re2().error):
                 pass
     return "".join(out)
