@@ -139,7 +139,11 @@ def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes 
     except UnicodeDecodeError:  # Python's words, about a position inside one JSON string
         raise BindError(400, f"invalid request body: {not_utf8(body)}")
     except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
-        raise BindError(400, f"invalid request body: {exc}")
+        message = str(exc)
+        if message.startswith("Invalid enum value"):  # name the members (error path only)
+            from svc.runtime.enum_errors import with_allowed_names
+            message = with_allowed_names(message, decoder.type)
+        raise BindError(400, f"invalid request body: {message}")
 
 
 def not_utf8(body: bytes) -> str:
@@ -180,8 +184,24 @@ def make_binder(params: tuple[Param, ...], capture_index: dict[str, int],
     return names["binder"]
 
 
+def _member_of(members: tuple) -> Callable[[bytes], Any]:
+    """The converter of an enum parameter: one of the member names, as is."""
+    names = frozenset(members)
+
+    def convert(raw: bytes) -> str:
+        text = raw.decode("utf-8")
+        if text not in names:
+            raise ValueError
+        return text
+
+    return convert
+
+
 def _converter(param: Param) -> Callable[[bytes], Any]:
-    """The converter of a path or query parameter, whose type is a scalar's name."""
+    """The converter of a path or query parameter, whose type is a scalar's name or an
+    enum's member names."""
+    if isinstance(param.type, tuple):
+        return _member_of(param.type)
     if not isinstance(param.type, str):
         raise ValueError(f"parameter {param.name!r} of {param.source} has type {param.type!r}")
     return CONVERTERS[param.type]
@@ -224,6 +244,9 @@ def _converted(i: int, reason: str) -> list[str]:
 
 
 def _invalid(param: Param, where: str) -> str:
+    if isinstance(param.type, tuple):
+        return (f"invalid {where} parameter '{param.name}': expected one of "
+                f"{', '.join(param.type)}")
     return f"invalid {where} parameter '{param.name}': expected {param.type}"
 
 
