@@ -97,6 +97,51 @@ def test_a_finished_transaction_is_a_database_error(server):
     assert server.request("GET", "/notes").json() == []
 
 
+def _line_of(text: str, program: str | Path = PROGRAM) -> int:
+    """The 1-based line of the first line of `program` holding `text`."""
+    source = program.read_text() if isinstance(program, Path) else program
+    return next(n for n, line in enumerate(source.splitlines(), start=1) if text in line)
+
+
+def test_a_helper_s_open_transaction_is_rolled_back_as_it_returns(server):
+    """The helper begins, writes and returns an error without db_commit; the handler's next
+    statement on the Db runs at once (on SQLite it used to wait for the processing limit)."""
+    started = time.monotonic()
+    response = server.request("POST", "/give-up/8")
+    assert (response.status, response.json()) == (200, 0)
+    assert time.monotonic() - started < 1.0
+    line = _line_of("INTO notes (id, text) VALUES (?1, 'given up')") - 1
+    log = server.log(until="was rolled back")
+    assert re.search(rf"svc: the transaction begun at \S*transactions\.svc:{line} was rolled "
+                     r"back: the function that began it returned without db_commit", log), log
+    assert log.count("was rolled back") == 1
+    assert server.request("POST", "/give-up/0").json() == 1  # committed: kept, no log line
+    assert server.request("GET", "/notes").json() == [{"id": 0, "text": "given up"}]
+    assert server.log().count("was rolled back") == 1
+
+
+def test_a_helper_that_fails_rolls_its_transaction_back(server):
+    assert server.request("POST", "/fail/5").status == 500
+    line = _line_of("INTO notes (id, text) VALUES (?1, 'failed')") - 1
+    log = server.log(until="was rolled back")
+    assert re.search(rf"transaction begun at \S*transactions\.svc:{line} was rolled back: the "
+                     r"function that began it failed before db_commit", log), log
+    assert server.request("GET", "/notes").json() == []
+
+
+def test_the_db_used_while_its_task_s_transaction_is_open_is_an_error_at_once(server):
+    started = time.monotonic()
+    assert server.request("POST", "/db-inside/4").status == 500
+    assert time.monotonic() - started < 1.0
+    line = _line_of("INTO notes (id, text) VALUES (?1, 'inside')") - 1
+    log = server.log(until="was rolled back")
+    assert re.search(rf"POST /db-inside/4: database error: this task's transaction \(db_begin "
+                     rf"at \S*transactions\.svc:{line}\) is still open: give the statement its "
+                     r"Tx, or end the transaction \(db_commit, db_rollback\) before using the "
+                     r"Db", log), log
+    assert server.request("GET", "/notes").json() == []
+
+
 def test_the_dialect_is_named(server, database_url):
     expected = "sqlite" if "://" not in database_url else "postgresql"
     assert server.request("GET", "/dialect").json() == expected
@@ -139,6 +184,108 @@ def test_a_transaction_left_open_by_main_is_rolled_back(database_url, tmp_path):
     program = tmp_path / "forgetful.svc"
     program.write_text(FORGETFUL_MAIN)
     wrote = run_to_end(["run", str(program)], env={"SVC_DB": database_url, "STEP": "write"})
-    assert (wrote.returncode, wrote.stdout, wrote.stderr) == (0, "left open\n", "")
+    line = _line_of("tx = try await db_begin(db)", FORGETFUL_MAIN)
+    assert (wrote.returncode, wrote.stdout) == (0, "left open\n")
+    assert wrote.stderr == (f"svc: the transaction begun at {program}:{line} was rolled back: "
+                            "the function that began it returned without db_commit\n")
     read = run_to_end(["run", str(program)], env={"SVC_DB": database_url, "STEP": "read"})
     assert (read.returncode, read.stdout, read.stderr) == (0, "rows 0\n", "")
+
+
+HELPER_IN_MAIN = '''\
+class Count:
+    n: i64
+
+async def keep(db: Db, n: i64) -> Result[unit, Error]:
+    tx = try await db_begin(db)
+    try await db_exec(tx, "INSERT INTO kept (n) VALUES (?1)", n)
+    if n > 1:
+        return error("gave up on " + str(n))
+    try await db_commit(tx)
+    return ok(())
+
+async def rows(db: Db) -> Result[str, Error]:
+    match try await db_one[Count](db, "SELECT COUNT(*) AS n FROM kept"):
+        case Some(c): return ok("rows " + str(c.n))
+        case None: return ok("no answer")
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(env("SVC_DB", ""))
+    try await db_exec(db, "CREATE TABLE kept (n BIGINT NOT NULL)")
+    match await keep(db, 2):
+        case Ok(done): print("kept 2")
+        case Err(e): print(error_message(e))
+    print(try await rows(db))
+    try await keep(db, 1)
+    print(try await rows(db))
+    tx = try await db_begin(db)
+    try await db_exec(tx, "INSERT INTO kept (n) VALUES (3)")
+    match await db_one[Count](db, "SELECT COUNT(*) AS n FROM kept"):
+        case Ok(c): print("the Db answered")
+        case Err(e): print(error_kind(e) + ": " + error_message(e))
+    match await db_begin(db):
+        case Ok(other): print("began a second one")
+        case Err(e): print(error_kind(e) + ": " + error_message(e))
+    try await db_commit(tx)
+    print(try await rows(db))
+    return ok(())
+'''
+
+
+def test_a_helper_s_transaction_ends_with_it_and_the_db_is_refused_inside_one(database_url,
+                                                                              tmp_path):
+    """In `main`, which used to wait forever on SQLite after `keep(db, 2)` returned."""
+    program = tmp_path / "helper.svc"
+    program.write_text(HELPER_IN_MAIN)
+    started = time.monotonic()
+    result = run_to_end(["run", str(program)], env={"SVC_DB": database_url}, timeout=30)
+    assert time.monotonic() - started < 10
+    helper_line = _line_of("tx = try await db_begin(db)", HELPER_IN_MAIN)
+    main_line = _line_of("    tx = try await db_begin(db)", HELPER_IN_MAIN.split("def main")[1])
+    main_line += _line_of("async def main", HELPER_IN_MAIN) - 1
+    held = (f"database: this task's transaction (db_begin at {program}:{main_line}) is still "
+            "open: give the statement its Tx, or end the transaction (db_commit, db_rollback) "
+            "before using the Db")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["gave up on 2", "rows 0", "rows 1", held, held,
+                                          "rows 2"]
+    assert result.stderr == (f"svc: the transaction begun at {program}:{helper_line} was rolled "
+                             "back: the function that began it returned without db_commit\n")
+
+
+TEST_OF_A_HELPER = '''\
+class Count:
+    n: i64
+
+async def keep(db: Db, n: i64) -> Result[unit, Error]:
+    tx = try await db_begin(db)
+    try await db_exec(tx, "INSERT INTO kept (n) VALUES (?1)", n)
+    if n > 1:
+        return error("gave up on " + str(n))
+    try await db_commit(tx)
+    return ok(())
+
+async def test_a_given_up_keep_keeps_nothing() -> Result[unit, Error]:
+    db = try await db_open("kept.sqlite")
+    try await db_exec(db, "CREATE TABLE IF NOT EXISTS kept (n INTEGER NOT NULL)")
+    match await keep(db, 2):
+        case Ok(done): assert_true(False)
+        case Err(e): assert_eq(error_message(e), "gave up on 2")
+    match try await db_one[Count](db, "SELECT COUNT(*) AS n FROM kept"):
+        case Some(c): assert_eq(c.n, 0)
+        case None: assert_true(False)
+    return ok(())
+'''
+
+
+def test_svcc_test_of_a_helper_that_leaves_its_transaction_open_does_not_hang(tmp_path):
+    """This test used to run into its 10 s time limit, waiting for its own transaction."""
+    (tmp_path / "app.svc").write_text("def main():\n    print(\"main\")\n")
+    (tmp_path / "app_test.svc").write_text(TEST_OF_A_HELPER)
+    started = time.monotonic()
+    result = run_to_end(["test", "app.svc"], cwd=tmp_path, timeout=30)
+    assert time.monotonic() - started < 8
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "1 passed, 0 failed"
+    assert "was rolled back: the function that began it returned without db_commit" \
+        in result.stderr

@@ -70,10 +70,13 @@ JSON_TYPE = "json_type"  # a JSON-decodable type
 class RuntimeCall:
     """A call that compiles to `svc.runtime.<module>.<function>(...)`: a generic builtin's
     type argument first (as a run-time type), then the call's arguments, then, when
-    `call_site`, the call's `file:line` (an assertion's failure names its own line)."""
+    `call_site`, the call's `file:line` (an assertion's failure names its own line), then,
+    when `tx_scope`, the calling function's list of the transactions it began (codegen
+    wraps a function making such a call so that they end with it)."""
     module: str  # of svc.runtime: "support", "stdlib", "db", "compiled.headers", ...
     function: str
     call_site: bool = False
+    tx_scope: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,13 +124,14 @@ class Builtin:
 
 def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lowering | str,
        summary: str, *, errors: frozenset[str] = frozenset(), variadic: ParamSpec | None = None,
-       type_param: str | None = None, call_site: bool = False) -> tuple[str, Builtin]:
+       type_param: str | None = None, call_site: bool = False,
+       tx_scope: bool = False) -> tuple[str, Builtin]:
     """A record from its signature (which gives the name and whether it is async) and the
     rest; a lowering written "module.function" is a call of that runtime function."""
     name = signature.removeprefix("async ").split("(")[0].split("[")[0]
     if isinstance(lowering, str):
         module, _, function = lowering.rpartition(".")
-        lowering = RuntimeCall(module, function, call_site)
+        lowering = RuntimeCall(module, function, call_site, tx_scope)
     return name, Builtin(name, signature, summary, params, returns, lowering,
                          signature.startswith("async "), variadic, type_param, errors)
 
@@ -301,7 +305,7 @@ BUILTINS: dict[str, Builtin] = dict([
        errors=DATABASE_ERRORS, variadic=DB_ARG, type_param=ROW_CLASS),
     _b("async db_begin(db: Db) -> Result[Tx, Error]", (DB,), ResultOf(TX), "db.db_begin",
        "Starts a transaction; db_exec, db_all and db_one given the Tx run inside it.",
-       errors=DATABASE_ERRORS),
+       errors=DATABASE_ERRORS, call_site=True, tx_scope=True),
     _b("async db_commit(tx: Tx) -> Result[unit, Error]", (TX,), ResultOf(UNIT), "db.db_commit",
        "Makes the transaction's changes permanent; the Tx is finished.",
        errors=DATABASE_ERRORS),

@@ -36,6 +36,10 @@ class Generator(Protocol):
 
     def type_value(self, t: T.Type) -> ast.expr: ...
 
+    def tx_scope(self) -> ast.Name:
+        """The current function's list of the transactions it began; asking for it makes
+        the function end them when it returns or fails."""
+
 
 def lower(gen: Generator, e: syntax.Call) -> ast.expr:
     """The Python expression of a checked builtin call."""
@@ -64,7 +68,8 @@ def runtime_call(gen: Generator, target: B.RuntimeCall, e: syntax.Call,
         function = gen.runtime(target.module, target.function)
     type_args = [gen.type_value(t) for t in e.type_arg_types]
     site = [ast.Constant(f"{e.span.file}:{e.span.line}")] if target.call_site else []
-    return _call(function, type_args + args + site)
+    scope = [gen.tx_scope()] if target.tx_scope else []
+    return _call(function, type_args + args + site + scope)
 
 
 def _unboxed(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:

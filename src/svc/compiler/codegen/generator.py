@@ -25,7 +25,7 @@ import copy
 import keyword
 
 from svc.compiler.codegen import builtin_calls, route_table
-from svc.compiler.codegen.pyast import PREFIX, ROUTES, CodegenError, field_name, type_of
+from svc.compiler.codegen.pyast import PREFIX, ROUTES, TX_SCOPE, CodegenError, field_name, type_of
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import located as _located
 from svc.compiler.codegen.pyast import name as _name
@@ -111,6 +111,7 @@ class _ModuleGen:
         self.runtime_modules: set[str] = set()
         self.temps = 0
         self.uses_try = False
+        self.uses_tx_scope = False
         self.statements = StatementGen(self, module)
 
     # --- module ---------------------------------------------------------------------------
@@ -213,6 +214,7 @@ class _ModuleGen:
 
     def function_def(self, decl: syntax.FunctionDef) -> ast.stmt:
         self.uses_try = False
+        self.uses_tx_scope = False
         self.temps = 0
         args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=self.local(p.name)) for p in decl.params],
                              vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
@@ -221,6 +223,8 @@ class _ModuleGen:
         body = self.statements.block(decl.body)
         if self.uses_try:
             body = [self.propagate_boundary(body, decl.span)]
+        if self.uses_tx_scope:
+            body = self.transaction_scope(body, decl.span)
         cls = ast.AsyncFunctionDef if decl.is_async else ast.FunctionDef
         node = cls(name=global_name(decl.name), args=args, body=body, decorator_list=[],
                    returns=None, type_comment=None)
@@ -243,6 +247,20 @@ class _ModuleGen:
                                body=copy.deepcopy(node.body), decorator_list=[], returns=None,
                                type_comment=None)
         return ast.copy_location(twin, node)
+
+    def tx_scope(self) -> ast.Name:
+        self.uses_tx_scope = True
+        return _name(TX_SCOPE)
+
+    def transaction_scope(self, body: list[ast.stmt], span) -> list[ast.stmt]:
+        """A function that calls `db_begin` ends what it began: `_svc_txs = []; try: body
+        finally: end_transactions(_svc_txs)` rolls back (and logs) each transaction it left
+        open, whether it returned or failed (language.md, "Transactions"). Functions that
+        do not call `db_begin` are generated without it."""
+        end = _call(self.runtime("db", "end_transactions"), [_name(TX_SCOPE)])
+        scope = ast.Assign(targets=[_store(TX_SCOPE)], value=ast.List(elts=[], ctx=ast.Load()))
+        wrapped = ast.Try(body=body, handlers=[], orelse=[], finalbody=[ast.Expr(value=end)])
+        return [_located(scope, span), _located(wrapped, span)]
 
     def propagate_boundary(self, body: list[ast.stmt], span) -> ast.stmt:
         """`try e` unwinds with support.Propagate; the function that used it returns the error."""

@@ -17,6 +17,9 @@ PREFIX = "_svc_"
 #: The entry module's route list, which `serve` receives.
 ROUTES = PREFIX + "ROUTES"
 
+#: A function's list of the transactions it began (`db_begin` adds to it); they end with it.
+TX_SCOPE = PREFIX + "txs"
+
 
 class CodegenError(Exception):
     """The checked program broke an annotation contract: a compiler bug, not a user error."""
