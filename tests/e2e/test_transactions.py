@@ -70,6 +70,11 @@ def test_a_transaction_past_the_processing_limit_is_rolled_back(server):
     started = time.monotonic()
     assert server.request("POST", "/slow/5").status == 504
     assert time.monotonic() - started < 3.0
+    line = _line_of("INTO notes (id, text) VALUES (?1, 'slow')") - 1
+    log = server.log(until="was rolled back")
+    assert re.search(rf"svc: the transaction begun at \S*transactions\.svc:{line} was rolled "
+                     r"back: its request passed the processing limit", log), log
+    assert log.count("was rolled back") == 1  # not again as the cancelled handler ends
     assert server.request("GET", "/notes").json() == []
     assert server.request("POST", "/notes/6?text=after").status == 204
     assert [n["id"] for n in server.request("GET", "/notes").json()] == [6]
@@ -240,9 +245,10 @@ def test_a_helper_s_transaction_ends_with_it_and_the_db_is_refused_inside_one(da
     started = time.monotonic()
     result = run_to_end(["run", str(program)], env={"SVC_DB": database_url}, timeout=30)
     assert time.monotonic() - started < 10
+    lines = HELPER_IN_MAIN.splitlines()
     helper_line = _line_of("tx = try await db_begin(db)", HELPER_IN_MAIN)
-    main_line = _line_of("    tx = try await db_begin(db)", HELPER_IN_MAIN.split("def main")[1])
-    main_line += _line_of("async def main", HELPER_IN_MAIN) - 1
+    main_line = lines.index("    tx = try await db_begin(db)", lines.index("async def main() -> "
+                                                                   "Result[unit, Error]:")) + 1
     held = (f"database: this task's transaction (db_begin at {program}:{main_line}) is still "
             "open: give the statement its Tx, or end the transaction (db_commit, db_rollback) "
             "before using the Db")
