@@ -32,8 +32,12 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b"-", b".", b",", b"#", b"\xff", b"\xc3", b"\x00", b"\r", b"\xe2\x80\xa8", b"_",
             b"db_all[Task](", b"[i64]", b"Result[", b"if ", b"elif ", b"else:", b"return ",
             b'f"', b"f'", b"{", b"}", b"{{", b"}}", b'f"{x}', b'{len(', b'"}"',
+            b"enum ", b"enum Role: a, b\n", b"Some(", b"LIMIT: i64 = ", b"Role.admin",
+            b"case Role.a:", b"X: List[i64] = [1]\n",
             b"[1:]", b"[:2]", b"[1:2]", b"[:]", b'matches(x, "(a")', b'find_all(x, "[a-")',
-            b'replace_re(x, "(a)", "$2")']
+            b'replace_re(x, "(a)", "$2")', b"Map[str, i64]", b"Map[str, i64]()", b"Map()",
+            b"class Page[T]:\n    items: List[T]\n", b"Page[Task]", b"Page[Task](items=[])",
+            b'get(m, "k")', b'set(m, "k", 1)', b"keys(m)", b"[T]", b"[T, U]"]
 #: The pieces random f-strings are made of (test_fstrings_never_raise).
 FSTRING_PIECES = ["{", "}", "{{", "}}", "x", "name", "1", "2.5", "+", "(", ")", "[", "]", '"',
                   "'", "\\", "\\n", "\\u{41}", "\\q", " ", "#", "f\"", "len(", ",", ".",
@@ -185,3 +189,70 @@ def test_fstrings_never_raise(tmp_path: Path) -> None:
             raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
                                  f"{text}") from exc
     assert 0 < rejected < EXAMPLES  # both good and bad f-strings were made
+
+
+#: The pieces of random top-level constants and enums (test_constants_and_enums_never_raise).
+DECLARATION_PIECES = ["enum", "Role", ":", " ", ",", "a", "b", "\n", "    ", "LIMIT", "i64",
+                      "=", "1", "Some(", ")", "None", "[", "]", "Role.a", "List[", "?", "Point(",
+                      "x=", "len(", '"s"', "-", "2.5", "True", "Some", "Role.", "str"]
+
+
+@pytest.mark.fuzz
+def test_constants_and_enums_never_raise(tmp_path: Path) -> None:
+    """Random top-level constant and enum declarations (and uses of them in `main`, a match
+    on an enum and `Some(...)`): each checks or gives diagnostics with valid positions."""
+    rng = random.Random(SEED)
+    target = tmp_path / "declarations.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        made = "".join(rng.choice(DECLARATION_PIECES) for _ in range(rng.randint(1, 14)))
+        text = ("class Point:\n    x: i64\n\n" + made + "\n\n"
+                "def main():\n    v = Some(LIMIT)\n    match Role.a:\n        case Role.a: pass\n"
+                "        case Role.b: pass\n")
+        target.write_text(text, encoding="utf-8")
+        try:
+            result = check(Target(file=str(target)))
+            found = result.diagnostics if isinstance(result, Failed) else []
+            rejected += bool(found)
+            for diagnostic in found:
+                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
+                render(diagnostic, result.sources.get(diagnostic.span.file))
+        except Exception as exc:  # pragma: no cover - the failure report
+            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
+                                 f"{text}") from exc
+    assert rejected > 0
+
+
+#: The pieces of random generic classes, maps and their uses (test_maps_and_generics_never_raise).
+GENERIC_PIECES = ["class", " ", "Box", "Page", "[", "]", "T", "U", ",", ":", "\n", "    ",
+                  "items", "List[", "Map[", "str", "i64", "i64?", "Task", "view[bytes]", "?",
+                  "=", "(", ")", "item=", "Map()", "get(", "set(", "keys(", "m", '"k"', "1",
+                  "Box[Task]", "Page[Box[T]]", "for k in m:", "Tx", "Headers", "unit"]
+
+
+@pytest.mark.fuzz
+def test_maps_and_generics_never_raise(tmp_path: Path) -> None:
+    """Random generic class declarations and uses of them and of maps (as types, in
+    constructions and in the map builtins): each checks or gives diagnostics with valid
+    positions, never an exception (a self-instantiating class included)."""
+    rng = random.Random(SEED)
+    target = tmp_path / "generics.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        made = "".join(rng.choice(GENERIC_PIECES) for _ in range(rng.randint(1, 16)))
+        text = ("class Task:\n    id: i64\n\nclass Box[T]:\n    item: T\n    next: Box[T]?\n\n"
+                + made + "\n\ndef main():\n    let m: Map[str, Box[Task]] = Map()\n"
+                "    set(m, \"a\", Box(item=Task(id=1), next=None))\n    for k in m:\n"
+                "        print(k)\n")
+        target.write_text(text, encoding="utf-8")
+        try:
+            result = check(Target(file=str(target)))
+            found = result.diagnostics if isinstance(result, Failed) else []
+            rejected += bool(found)
+            for diagnostic in found:
+                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
+                render(diagnostic, result.sources.get(diagnostic.span.file))
+        except Exception as exc:  # pragma: no cover - the failure report
+            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
+                                 f"{text}") from exc
+    assert rejected > 0

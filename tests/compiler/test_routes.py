@@ -88,7 +88,7 @@ def test_raw_bodies_and_recursive_body_classes_bind() -> None:
     ([("xs", ListOf(I64))], [], "parameter 'xs: List[i64]' of handler 'h' cannot be bound"),
     ([("b", ClassRef("Blob"))], [], "cannot be bound"),  # bytes field: not JSON
     ([("x", Opt(BYTES))], [], "cannot be bound"),
-    ([("id", F64)], ["id"], "path parameter 'id' of handler 'h' must be i64, i32 or str, found f64"),
+    ([("id", F64)], ["id"], "path parameter 'id' of handler 'h' must be i64, i32, str or an enum, found f64"),
     ([], ["id"], "capture '{id}' has no parameter named 'id' in handler 'h'"),
 ])
 def test_unbindable_parameters(params, captures, problem: str) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from svc.compiler.svctypes import HEADERS, Opt  # the HTTP builtins' types
+from svc.compiler.svctypes import HEADERS, Opt, ResponseOf  # the HTTP builtins' types
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, TX, UNIT, ListOf, ResultOf, Type,
 )
@@ -31,7 +31,9 @@ from svc.compiler.svctypes import (
 # Parameter kinds: an argument must be ...
 INTEGER_OR_FLOAT = "number"  # i64, i32 or f64
 FORMATTABLE = "formattable"  # i64, i32, f64 or bool (`str(x)`)
-SIZED = "sized"  # str, bytes, view[bytes] or a List (`len`)
+SIZED = "sized"  # str, bytes, view[bytes], a List or a Map (`len`)
+MAP = "map"  # any Map[str, T]
+MAP_VALUE = "map_value"  # a value of the value type of the first argument, a Map (`set`)
 LIST = "list"  # any List[T]
 ELEMENT = "element"  # a value of the element type of the first argument (`append`)
 ANY = "any"  # any value type (not a view)
@@ -43,23 +45,26 @@ LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
 LITERAL_PATTERN = "literal_pattern"  # a str literal holding a valid regex (`matches`, ...)
 OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
 SAME_AS_FIRST = "same_as_first"  # a value of the first argument's type (`assert_eq`)
-STR_OR_LIST = "str_or_list"  # str or any List[T] (`contains`)
-PART = "part"  # a str in a str, an element in a List (the second argument of `contains`)
+STR_OR_LIST = "str_or_list"  # str, any List[T] or any Map[str, T] (`contains`)
+PART = "part"  # a str in a str, an element in a List, a key of a Map (`contains`)
 BYTES_OR_VIEW = "bytes_or_view"  # bytes or view[bytes] (`to_str`)
 SORTABLE_LIST = "sortable_list"  # List[i64], List[i32], List[f64] or List[str] (`sorted`)
 RESPONSE = "response"  # any Response[T] (`set_header`, `add_header`)
 RESPONSE_BODY = "response_body"  # what a handler may answer; typed by an expected Response[T]
+HEADERS_OR_RESPONSE = "headers_or_response"  # a request's Headers or a Response[T] (`header`)
 
 Kind = str
 ParamSpec = Union[Type, Kind]
 
 # Derived result types:
 SAME_AS_ARG = "same_as_arg"  # the first argument's type (`copy`)
+OPT_OF_MAP_VALUE = "opt_of_map_value"  # T? for a first argument Map[str, T] (`get`)
 FROM_CONTEXT = "from_context"  # the Result type the context expects (`ok`, `error`, ...)
 RESULT_OF_TYPE_ARG = "result_of_type_arg"  # Result[T, Error] (`json_decode[T]`)
 RESULT_LIST_OF_TYPE_ARG = "result_list_of_type_arg"  # Result[List[T], Error] (`db_all[T]`)
 RESULT_OPT_OF_TYPE_ARG = "result_opt_of_type_arg"  # Result[T?, Error] (`db_one[T]`)
 RESPONSE_OF_BODY = "response_of_body"  # Response[T], T the second argument's type (`respond`)
+BODY_OF_RESPONSE = "body_of_response"  # T, the first argument being a Response[T] (`body`)
 
 # Type-argument constraints:
 ROW_CLASS = "row_class"  # a class whose fields are scalars or T? of scalars
@@ -92,7 +97,9 @@ ERROR_FIELD = SpecialForm("error_field")  # error_kind(e), error_message(e): e.k
 LIST_APPEND = SpecialForm("list_append")  # append(xs, x): the list's own append method
 EMBEDDED_TEXT = SpecialForm("embedded_text")  # include_text(f): the text, read when compiling
 ABS_BY_TYPE = SpecialForm("abs_by_type")  # abs(x): stdlib abs64, abs32 or absf, by x's type
-WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes)
+WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes);
+#                                            test_request(...): test_client.test_request(..., routes)
+HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
 
 Lowering = Union[RuntimeCall, SpecialForm]
 
@@ -120,12 +127,13 @@ class Builtin:
     variadic: ParamSpec | None = None  # extra arguments after `params` (SQL arguments)
     type_param: str | None = None  # constraint of the one type argument, when generic
     errors: frozenset[str] = frozenset()  # the kinds of the errors it can make
+    test_only: bool = False  # callable in *_test.svc files only (`test_request`)
 
 
 def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lowering | str,
        summary: str, *, errors: frozenset[str] = frozenset(), variadic: ParamSpec | None = None,
-       type_param: str | None = None, call_site: bool = False,
-       tx_scope: bool = False) -> tuple[str, Builtin]:
+       type_param: str | None = None, call_site: bool = False, tx_scope: bool = False,
+       test_only: bool = False) -> tuple[str, Builtin]:
     """A record from its signature (which gives the name and whether it is async) and the
     rest; a lowering written "module.function" is a call of that runtime function."""
     name = signature.removeprefix("async ").split("(")[0].split("[")[0]
@@ -133,7 +141,7 @@ def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lower
         module, _, function = lowering.rpartition(".")
         lowering = RuntimeCall(module, function, call_site, tx_scope)
     return name, Builtin(name, signature, summary, params, returns, lowering,
-                         signature.startswith("async "), variadic, type_param, errors)
+                         signature.startswith("async "), variadic, type_param, errors, test_only)
 
 
 BUILTINS: dict[str, Builtin] = dict([
@@ -141,7 +149,7 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("print(text: str)", (STR,), UNIT, "support.print_",
        "Writes the text and a newline to standard output."),
     _b("len(x) -> i64", (SIZED,), I64, "support.len_",
-       "The length of a str (in UTF-8 bytes), bytes, view[bytes] or List."),
+       "The length of a str (in UTF-8 bytes), bytes, view[bytes], List or Map (its keys)."),
     _b("append(xs: List[T], value: T)", (LIST, ELEMENT), UNIT, LIST_APPEND,
        "Adds value at the end of the list xs."),
     _b("str(x) -> str", (FORMATTABLE,), STR, "support.format_value",
@@ -195,7 +203,8 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("upper(text: str) -> str", (STR,), STR, "stdlib.upper",
        "The text in upper case (Unicode case mapping; ß becomes SS)."),
     _b("contains(x, part) -> bool", (STR_OR_LIST, PART), BOOL, "stdlib.contains",
-       "Whether a str holds part as a substring, or a List holds an element == part."),
+       "Whether a str holds part as a substring, a List an element == part, or a Map the "
+       "key part."),
     _b("starts_with(text: str, prefix: str) -> bool", (STR, STR), BOOL, "stdlib.starts_with",
        "Whether text begins with prefix."),
     _b("ends_with(text: str, suffix: str) -> bool", (STR, STR), BOOL, "stdlib.ends_with",
@@ -234,6 +243,13 @@ BUILTINS: dict[str, Builtin] = dict([
        "A new list of the elements in ascending order (i64, i32, f64 or str)."),
     _b("reversed(xs: List[T]) -> List[T]", (LIST,), SAME_AS_ARG, "stdlib.reversed_",
        "A new list of the elements in reverse order."),
+    # maps (Map[str, T], a dict)
+    _b("get(m: Map[str, T], key: str) -> T?", (MAP, STR), OPT_OF_MAP_VALUE, "maps.get",
+       "The value stored under key, or None when the map has no such key."),
+    _b("set(m: Map[str, T], key: str, value: T)", (MAP, STR, MAP_VALUE), UNIT, "maps.set_",
+       "Stores value under key (replacing the value there; a new key goes last)."),
+    _b("keys(m: Map[str, T]) -> List[str]", (MAP,), ListOf(STR), "maps.keys",
+       "A new list of the map's keys, in the order they were first set."),
     # numbers
     _b("min(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "stdlib.min_",
        "The smaller of two numbers of one type."),
@@ -262,9 +278,9 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("constant_time_eq(a: str, b: str) -> bool", (STR, STR), BOOL, "stdlib.constant_time_eq",
        "Whether a == b, in a time that does not depend on where they differ."),
     # HTTP: request headers, responses (runtime/compiled/headers.py, custom_response.py)
-    _b("header(h: Headers, name: str) -> str?", (HEADERS, STR), Opt(STR),
-       "compiled.headers.header", "The request header field called name (any case), several "
-       "fields of one name joined with \", \", or None."),
+    _b("header(h, name: str) -> str?", (HEADERS_OR_RESPONSE, STR), Opt(STR), HEADER_BY_TYPE,
+       "The header field called name (any case) of a request's Headers or of a Response, "
+       "several fields of one name joined with \", \", or None."),
     _b("cookie(h: Headers, name: str) -> str?", (HEADERS, STR), Opt(STR),
        "compiled.headers.cookie", "The value of the first cookie called name in the "
        "request's Cookie header(s), or None."),
@@ -277,6 +293,17 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("add_header(r: Response[T], name: str, value: str)", (RESPONSE, STR, STR), UNIT,
        "compiled.custom_response.add_header",
        "Adds one more header field called name to the response (Set-Cookie)."),
+    _b("status(r: Response[T]) -> i64", (RESPONSE,), I64, "test_client.status",
+       "The status of a Response: the one its handler chose, or the one the server answered."),
+    _b("body(r: Response[T]) -> T", (RESPONSE,), BODY_OF_RESPONSE, "test_client.body",
+       "The body of a Response[T]: its T value (the text of the answer from test_request)."),
+    _b("headers_of(lines: List[str]) -> Headers", (ListOf(STR),), HEADERS,
+       "test_client.headers_of",
+       "A request's Headers made of \"Name: value\" lines, to pass to a handler or test_request."),
+    _b("async test_request(db: Db, method: str, path: str, headers: Headers, body: str) -> "
+       "Response[str]", (DB, STR, STR, HEADERS, STR), ResponseOf(STR), WITH_ROUTES,
+       "The program's answer to an HTTP request, made in process through the real server path "
+       "(test files only).", test_only=True),
     # tests (`svcc test`)
     _b("assert_true(condition: bool)", (BOOL,), UNIT, "assertions.assert_true",
        "Fails the running test when condition is False.", call_site=True),
@@ -343,7 +370,7 @@ RANGE_LOWERING = RuntimeCall("support", "range_")
 
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
-                        "Error", "List", "Result", "view", "Headers", "Response"})
+                        "Error", "List", "Result", "view", "Headers", "Response", "Map"})
 #: The HTTP types, resolved by compiler/check/http_types.py.
 HTTP_TYPE_NAMES = frozenset({"Headers", "Response"})
 RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
@@ -352,7 +379,8 @@ RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 KIND_TEXT = {
     INTEGER_OR_FLOAT: "a number (i64, i32 or f64)",
     FORMATTABLE: "i64, i32, f64 or bool",
-    SIZED: "str, bytes, view[bytes] or a List",
+    SIZED: "str, bytes, view[bytes], a List or a Map",
+    MAP: "a Map[str, T]",
     LIST: "a List",
     ANY: "a value",
     JSON: "a JSON-encodable value (class, List, number, str, bool, unit or T?)",
@@ -361,8 +389,9 @@ KIND_TEXT = {
     DB_OR_TX: "a Db or a Tx",
     LITERAL_PATH: "a string literal",
     LITERAL_PATTERN: "a string literal",
-    STR_OR_LIST: "str or a List",
+    STR_OR_LIST: "str, a List or a Map",
     BYTES_OR_VIEW: "bytes or view[bytes]",
     SORTABLE_LIST: "List[i64], List[i32], List[f64] or List[str]",
     RESPONSE: "a Response[T]",
+    HEADERS_OR_RESPONSE: "Headers or a Response[T]",
 }

@@ -24,6 +24,16 @@ class ClassInfo:
 
 
 @dataclass
+class ConstInfo:
+    """A module-level constant: its declared type and its checked (literal-built) value."""
+
+    name: str
+    type: Type
+    decl: syntax.ConstDef
+    file: str
+
+
+@dataclass
 class FunctionInfo:
     name: str
     params: list[tuple[str, Type]]
@@ -66,7 +76,12 @@ class CheckedProgram:
     entry: str  # the entry file's path
     modules: list[syntax.Module]  # load order, dependencies first; annotated in place
     classes: dict[str, ClassInfo] = field(default_factory=dict)  # declaration order
+    # The generic classes as declared (fields typed with their TypeParams), for editors; each
+    # use `Page[Task]` is a class of `classes` of its own (check/generics.py)
+    generic_classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
+    constants: dict[str, ConstInfo] = field(default_factory=dict)  # declaration order
+    enums: dict[str, syntax.EnumDef] = field(default_factory=dict)  # declaration order
     routes: list[RouteInfo] = field(default_factory=list)
     main: Optional[FunctionInfo] = None
     # For editors: each name use's span -> the span of the name it refers to (a local,

@@ -57,9 +57,34 @@ class ResponseOf(Type):
 
 @dataclass(frozen=True)
 class ClassRef(Type):
-    """A user class, by name (names are global across the merged files)."""
+    """A user class, by name (names are global across the merged files). An instantiation of
+    a generic class is a class of its own, named as written: `Page[Task]` (check/generics.py)."""
 
     name: str
+
+
+@dataclass(frozen=True)
+class MapOf(Type):
+    """`Map[str, T]`: str keys (the only key type), values of `value`; a Python dict."""
+
+    value: Type
+
+
+@dataclass(frozen=True)
+class TypeParam(Type):
+    """A generic class's type parameter (`T` of `class Page[T]`), seen only while the
+    class's own fields are checked; every use of the class substitutes a real type."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class EnumRef(Type):
+    """A user enum, by name, with its member names in declaration order. At run time a value
+    is its member's name (a str), so JSON, equality and `str(x)` need nothing more."""
+
+    name: str
+    members: tuple[str, ...]
 
 
 I64 = Prim("i64")
@@ -94,10 +119,14 @@ def format_type(t: Type) -> str:
         return f"{format_type(t.inner)}?"
     if isinstance(t, ResultOf):
         return f"Result[{format_type(t.ok)}, Error]"
-    if isinstance(t, ClassRef):
+    if isinstance(t, (ClassRef, EnumRef)):
         return t.name
     if isinstance(t, ResponseOf):
         return f"Response[{format_type(t.body)}]"
+    if isinstance(t, MapOf):
+        return f"Map[str, {format_type(t.value)}]"
+    if isinstance(t, TypeParam):
+        return t.name
     return repr(t)
 
 
@@ -118,6 +147,8 @@ def contains_view(t: Type) -> bool:
     """Whether a `view[...]` occurs anywhere in `t` (it may not be stored, listed or returned)."""
     if isinstance(t, View):
         return True
+    if isinstance(t, MapOf):
+        return contains_view(t.value)
     if isinstance(t, (ListOf, Opt)):
         return contains_view(t.elem if isinstance(t, ListOf) else t.inner)
     if isinstance(t, ResultOf):
@@ -127,6 +158,8 @@ def contains_view(t: Type) -> bool:
 
 def contains_tx(t: Type) -> bool:
     """Whether a `Tx` occurs anywhere in `t` (like a view, it may not be stored or returned)."""
+    if isinstance(t, MapOf):
+        return contains_tx(t.value)
     if isinstance(t, (ListOf, Opt)):
         return contains_tx(t.elem if isinstance(t, ListOf) else t.inner)
     if isinstance(t, ResultOf):
@@ -137,6 +170,8 @@ def contains_tx(t: Type) -> bool:
 def contains_headers(t: Type) -> bool:
     """Whether a `Headers` occurs anywhere in `t` (like a view, it may not be stored, listed
     or returned: it is the request's, and lives as long as the handler)."""
+    if isinstance(t, MapOf):
+        return contains_headers(t.value)
     if isinstance(t, (ListOf, Opt)):
         return contains_headers(t.elem if isinstance(t, ListOf) else t.inner)
     if isinstance(t, ResultOf):
@@ -146,9 +181,12 @@ def contains_headers(t: Type) -> bool:
 
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:
     """Whether values of `t` map to JSON and back: classes (all fields JSON), lists, numbers,
-    str, bool, unit and `T?`. `class_fields(name)` gives a class's field types."""
-    if t in (I64, I32, F64, BOOL, STR, UNIT, UNKNOWN):  # UNKNOWN: already reported
-        return True
+    str, bool, unit, `T?` and `Map[str, T]` (an object). `class_fields(name)` gives a
+    class's field types."""
+    if t in (I64, I32, F64, BOOL, STR, UNIT, UNKNOWN) or isinstance(t, (EnumRef, TypeParam)):
+        return True  # UNKNOWN: already reported; TypeParam: each use of its class is checked
+    if isinstance(t, MapOf):
+        return is_json_type(t.value, class_fields, _seen)
     if isinstance(t, ListOf):
         return is_json_type(t.elem, class_fields, _seen)
     if isinstance(t, Opt):

@@ -324,6 +324,8 @@ def copy(value):
     cls = value.__class__
     if cls is list:
         return [copy(item) for item in value]
+    if cls is dict:
+        return {key: copy(item) for key, item in value.items()}
     if hasattr(cls, "__struct_fields__"):
         return cls(**{name: copy(getattr(value, name)) for name in cls.__struct_fields__})
     own = getattr(cls, "__svc_copy__", None)
@@ -348,7 +350,9 @@ T_STR = str
 T_BYTES = bytes
 T_ANY = typing.Any
 List = list
+Dict = dict
 Optional = typing.Optional
+Literal = typing.Literal  # an svc enum: its member names (a value is its member's name)
 Struct = msgspec.Struct
 range_ = range
 

@@ -35,11 +35,14 @@ _COMPLETION_KINDS = {
     "variable": lsp.CompletionItemKind.Variable, "function": lsp.CompletionItemKind.Function,
     "class": lsp.CompletionItemKind.Class, "builtin": lsp.CompletionItemKind.Function,
     "type": lsp.CompletionItemKind.TypeParameter, "keyword": lsp.CompletionItemKind.Keyword,
-    "field": lsp.CompletionItemKind.Field,
+    "field": lsp.CompletionItemKind.Field, "constant": lsp.CompletionItemKind.Constant,
+    "enum": lsp.CompletionItemKind.Enum, "enum_member": lsp.CompletionItemKind.EnumMember,
 }
 _SYMBOL_KINDS = {
     "class": lsp.SymbolKind.Class, "field": lsp.SymbolKind.Field,
     "function": lsp.SymbolKind.Function, "route": lsp.SymbolKind.Event,
+    "constant": lsp.SymbolKind.Constant, "enum": lsp.SymbolKind.Enum,
+    "enum_member": lsp.SymbolKind.EnumMember,
 }
 
 

@@ -8,6 +8,7 @@ Positions are 1-based (line, column) in characters, as in `Span`.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -15,7 +16,7 @@ from svc.compiler.front import syntax
 from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.program import CheckedProgram, FunctionInfo
 from svc.compiler.source import Span
-from svc.compiler.svctypes import UNKNOWN, ClassRef, Opt, Type, format_type
+from svc.compiler.svctypes import STR, UNKNOWN, ClassRef, Opt, Type, format_type
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
             "in", "return", "break", "continue", "pass", "match", "case", "try", "import",
@@ -70,7 +71,8 @@ def node_at(module: syntax.Module, line: int, col: int) -> syntax.Node | None:
 
 def _name_span(node: syntax.Node) -> Span | None:
     """For a declaration, the span of its name (what a cursor on it means)."""
-    if isinstance(node, (syntax.FunctionDef, syntax.ClassDef, syntax.Let)):
+    if isinstance(node, (syntax.FunctionDef, syntax.ClassDef, syntax.Let, syntax.ConstDef,
+                         syntax.EnumDef)):
         return node.name_span
     if isinstance(node, syntax.For):
         return node.var_span
@@ -126,11 +128,38 @@ def describe_function(program: CheckedProgram, name: str) -> str | None:
 
 
 def describe_class(program: CheckedProgram, name: str) -> str | None:
-    info = program.classes.get(name)
+    """A class, a generic class (`class Page[T]:`) or one of its instantiations (`Page[Task]`,
+    its fields with T replaced)."""
+    info = program.classes.get(name) or program.generic_classes.get(name)
     if info is None:
         return None
+    if name in program.generic_classes:
+        name = f"{name}[{', '.join(p.name for p in info.decl.type_params)}]"
     fields = "".join(f"\n    {n}: {format_type(t)}" for n, t in info.fields)
     return _code(f"class {name}:{fields}")
+
+
+def describe_constant(program: CheckedProgram, name: str) -> str | None:
+    """`LIMIT: i64 = 100` (the value when it is one literal)."""
+    info = program.constants.get(name)
+    if info is None:
+        return None
+    value = info.decl.value
+    shown = ""
+    if isinstance(value, (syntax.IntLit, syntax.FloatLit, syntax.BoolLit)):
+        shown = f" = {value.value}"
+    elif isinstance(value, syntax.StrLit):
+        shown = f" = {json.dumps(value.value)}"
+    return _code(f"{name}: {format_type(info.type)}{shown}") + "\n\nconstant"
+
+
+def describe_enum(program: CheckedProgram, name: str, member: str | None = None) -> str | None:
+    """`enum Role: admin, member` (and which member, for `Role.admin`)."""
+    decl = program.enums.get(name)
+    if decl is None:
+        return None
+    text = _code(f"enum {name}: {', '.join(decl.members)}")
+    return text + (f"\n\nmember `{name}.{member}`" if member in decl.members else "")
 
 
 def describe_builtin(name: str) -> str | None:
@@ -155,22 +184,36 @@ def _hover_text(program: CheckedProgram, node: syntax.Node) -> str | None:
         return describe_function(program, node.name)
     if isinstance(node, syntax.ClassDef):
         return describe_class(program, node.name)
+    if isinstance(node, syntax.ConstDef):
+        return describe_constant(program, node.name)
+    if isinstance(node, syntax.EnumDef):
+        return describe_enum(program, node.name)
+    if isinstance(node, syntax.Pattern) and node.enum is not None:
+        return describe_enum(program, node.enum, node.member)
     if isinstance(node, syntax.Let):
         return _code(f"{node.name}: {_type_text(node.declared_type)}")
     if isinstance(node, syntax.Param):
         return _code(f"{node.name}: {_written(node.annotation)}")
     if isinstance(node, syntax.Field):
         return _code(f"{node.name}: {_written(node.annotation)}")
-    if isinstance(node, syntax.NamedType):
-        return describe_class(program, node.name) or _code(_written(node))
+    if isinstance(node, syntax.NamedType):  # `Page[Task]`: that instantiation's fields
+        return (describe_class(program, _written(node)) or describe_class(program, node.name)
+                or _code(_written(node)))
     if isinstance(node, syntax.Name):
         if node.ref == "function":
             return describe_function(program, node.id)
         if node.ref == "class":
             return describe_class(program, node.id)
+        if node.ref == "const":
+            return describe_constant(program, node.id)
+        if node.ref == "enum":
+            return describe_enum(program, node.id)
         if node.ref == "builtin" or (node.ref is None and node.id in BUILTINS):
             return describe_builtin(node.id)
         return _code(f"{node.id}: {_type_text(node.type)}")
+    if isinstance(node, syntax.Attribute) and isinstance(node.value, syntax.Name) and \
+            node.value.ref == "enum":
+        return describe_enum(program, node.value.id, node.attr)
     if isinstance(node, syntax.Attribute):
         return _code(f".{node.attr}: {_type_text(node.type)}")
     if isinstance(node, syntax.Expr):
@@ -195,7 +238,8 @@ def _written(texpr: syntax.TypeExpr) -> str:
 @dataclass(frozen=True)
 class Completion:
     label: str
-    kind: str  # "variable", "function", "class", "builtin", "type", "keyword", "field"
+    kind: str  # "variable", "function", "class", "builtin", "type", "keyword", "field",
+    # "constant", "enum", "enum_member"
     detail: str
 
 
@@ -226,7 +270,10 @@ def completions_at(program: CheckedProgram | None, file: str, line: int, col: in
 
 
 def _fields_of(program: CheckedProgram, file: str, line: int, name: str) -> list[Completion]:
+    """The fields of a variable's class, or the members of an enum (`Role.`)."""
     t = _type_of_name(program, file, line, name)
+    if t is None and name in program.enums and name in visible_names(program, file):
+        return [Completion(m, "enum_member", f"{name}.{m}") for m in program.enums[name].members]
     if isinstance(t, Opt):
         t = t.inner
     if not isinstance(t, ClassRef) or t.name not in program.classes:
@@ -274,6 +321,8 @@ def _declared(node: syntax.Node) -> tuple[str, Type | None] | None:
         return node.target.id, node.target.type
     if isinstance(node, syntax.For):
         elem = getattr(node.iter.type, "elem", None)
+        if node.iter_kind == "map":  # a Map's keys
+            return node.var, STR
         return node.var, (elem if node.iter_kind == "list" else None)
     return None
 
@@ -283,15 +332,25 @@ def _top_level(program: CheckedProgram, file: str) -> list[Completion]:
     items = [Completion(n, "function", function_signature(i))
              for n, i in program.functions.items() if n in visible]
     items += [Completion(n, "class", f"class {n}") for n in program.classes if n in visible]
+    items += [Completion(n, "constant", f"{n}: {format_type(i.type)}")
+              for n, i in program.constants.items() if n in visible]
+    items += [Completion(n, "enum", f"enum {n}: {', '.join(d.members)}")
+              for n, d in program.enums.items() if n in visible]
+    items += [Completion(n, "class", f"class {n}[{', '.join(p.name for p in i.decl.type_params)}]")
+              for n, i in program.generic_classes.items() if n in visible]
     return items
 
 
 def visible_names(program: CheckedProgram, file: str) -> set[str]:
     """The top-level names `file` may use: its own, and those its imports bring in."""
     own: dict[str, set[str]] = {}
-    for table in (program.functions, program.classes):
+    for table in (program.functions, program.classes, program.generic_classes,
+                  program.constants):
         for name, info in table.items():
             own.setdefault(info.file, set()).add(name)
+    for m in program.modules:  # enums: their declarations hold no file
+        own.setdefault(m.path, set()).update(
+            item.name for item in m.items if isinstance(item, syntax.EnumDef))
     names = set(own.get(file, ()))
     module = module_of(program, file)
     for item in module.items if module else ():
@@ -306,7 +365,7 @@ def visible_names(program: CheckedProgram, file: str) -> set[str]:
 @dataclass(frozen=True)
 class Symbol:
     name: str
-    kind: str  # "class", "field", "function", "route"
+    kind: str  # "class", "field", "function", "route", "constant", "enum", "enum_member"
     detail: str
     span: Span  # the whole item
     name_span: Span
@@ -323,6 +382,13 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
                                   _name_span(f) or f.span) for f in item.fields)
             whole = item.span.to(item.fields[-1].span) if item.fields else item.span
             found.append(Symbol(item.name, "class", "class", whole, item.name_span, fields))
+        elif isinstance(item, syntax.EnumDef):
+            members = tuple(Symbol(m, "enum_member", f"{item.name}.{m}", at, at)
+                            for m, at in zip(item.members, item.member_spans))
+            found.append(Symbol(item.name, "enum", "enum", item.span, item.name_span, members))
+        elif isinstance(item, syntax.ConstDef):
+            found.append(Symbol(item.name, "constant", _written(item.annotation), item.span,
+                                item.name_span))
         elif isinstance(item, syntax.FunctionDef):
             info = program.functions.get(item.name) if program else None
             same = info is not None and info.decl.name_span == item.name_span

@@ -21,7 +21,7 @@ from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
 from svc.compiler.program import CheckedProgram, RouteInfo
 from svc.compiler.svctypes import (
-    BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, Type, View,
+    BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
 )
 from svc.compiler.svctypes import ResponseOf
 from svc.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
@@ -253,15 +253,32 @@ def schema_of(t: Type) -> dict[str, Any]:
     if isinstance(t, ListOf):
         return {"type": "array", "items": schema_of(t.elem)}
     if isinstance(t, ClassRef):
-        return {"$ref": _SCHEMAS + t.name}
+        return {"$ref": _SCHEMAS + component_name(t.name)}
+    if isinstance(t, MapOf):  # a JSON object: any keys, values of one type
+        return {"type": "object", "additionalProperties": schema_of(t.value)}
+    if isinstance(t, EnumRef):  # a value is its member's name
+        return {"type": "string", "enum": list(t.members)}
     if isinstance(t, Opt):
         return _nullable(schema_of(t.inner))
     return {}  # not reachable for a checked route: any value
 
 
+def component_name(class_name: str) -> str:
+    """A class's schema name: its own name; an instantiation of a generic class gets one of
+    its own, its type arguments after dots (`Page[Task]` → `Page.Task`, `Pair[i64, str?]` →
+    `Pair.i64.str-opt`). Component names may hold `.` and `-`, which svc names cannot, so no
+    class's schema can have the name of an instantiation's."""
+    if "[" not in class_name:
+        return class_name
+    return (class_name.replace(", ", ".").replace("[", ".").replace("]", "")
+            .replace("?", "-opt"))
+
+
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     """`T?`: a type union with null (`type: [..., "null"]` where there is a plain type)."""
     kind = schema.get("type")
+    if isinstance(kind, str) and "enum" in schema:  # an enum's null must be listed too
+        return {**schema, "type": [kind, "null"], "enum": schema["enum"] + [None]}
     if isinstance(kind, str):
         return {**schema, "type": [kind, "null"]}
     return {"oneOf": [schema, {"type": "null"}]}
@@ -271,7 +288,7 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
     """One schema per class, exactly its fields, all required; and the error body."""
     schemas: dict[str, Any] = {}
     for name, info in program.classes.items():
-        schemas[name] = {
+        schemas[component_name(name)] = {
             "type": "object",
             "properties": {field: schema_of(t) for field, t in info.fields},
             "required": [field for field, _ in info.fields],

@@ -14,7 +14,8 @@ from svc.compiler.check.calls import CallChecker
 from svc.compiler.check.expressions import fmt
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, ERROR, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ListOf, Opt, ResultOf, Type,
+    BOOL, ERROR, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, EnumRef, ListOf, MapOf, Opt, ResultOf,
+    Type,
 )
 
 #: CPython refuses more than 20 statically nested blocks in one function ("too many
@@ -97,6 +98,9 @@ class BodyChecker(CallChecker):
 
     def s_Assign(self, s: syntax.Assign) -> None:
         target = s.target
+        if self.assigns_constant(target):
+            self.expr(s.value)
+            return
         if isinstance(target, syntax.Name):
             known = self.lookup(target.id)
             if known is not None:
@@ -118,7 +122,29 @@ class BodyChecker(CallChecker):
         t, what = self.target_type(target)
         self.expect(s.value, t, what)
 
+    def assigns_constant(self, target: syntax.Expr) -> bool:
+        """Whether `target` is (part of) a module-level constant, which cannot change
+        (reported here)."""
+        root = target
+        while isinstance(root, (syntax.Attribute, syntax.Index)):
+            root = root.value
+        if not isinstance(root, syntax.Name) or self.lookup(root.id) is not None:
+            return False
+        d = self.ctx.lookup(root.id, self.file)
+        if d is None or d.kind != "const":
+            return False
+        self.expr(target)
+        if root is target:
+            self.error(f"cannot assign to constant '{root.id}'", target.span)
+        else:
+            self.error(f"cannot change constant '{root.id}'; a variable set from it holds a "
+                       f"copy that can change (v = {root.id})", target.span)
+        return True
+
     def s_AugAssign(self, s: syntax.AugAssign) -> None:
+        if self.assigns_constant(s.target):
+            self.expr(s.value)
+            return
         t, what = self.target_type(s.target)
         allowed = NUMBERS + (STR,) if s.op == "+" else NUMBERS
         if t != UNKNOWN and t not in allowed:
@@ -179,10 +205,12 @@ class BodyChecker(CallChecker):
             t = self.expr(it)
             if isinstance(t, ListOf):
                 elem = t.elem
+            elif isinstance(t, MapOf):  # its keys, in insertion order
+                s.iter_kind, elem = "map", STR
             else:
                 if t != UNKNOWN:
-                    self.error(f"cannot iterate over {fmt(t)}: a for loop needs a List or "
-                               "range(...)", it.span)
+                    self.error(f"cannot iterate over {fmt(t)}: a for loop needs a List, a Map "
+                               "or range(...)", it.span)
                 elem = UNKNOWN
         self.enter_loop(s.span)
         self.block(s.body, ((s.var, elem, s.var_span),))
@@ -215,18 +243,21 @@ class BodyChecker(CallChecker):
             s.subject_kind, arms = "result", {"Ok": t.ok, "Err": ERROR}
         elif isinstance(t, Opt):
             s.subject_kind, arms = "optional", {"Some": t.inner, "None": None}
+        elif isinstance(t, EnumRef):
+            s.subject_kind, arms = "enum", {f"{t.name}.{m}": None for m in t.members}
+            self.refer_members(s.cases)
         else:
             if t != UNKNOWN:
-                self.error(f"cannot match on {fmt(t)}: match needs a Result or an optional (T?)",
-                           s.subject.span)
+                self.error(f"cannot match on {fmt(t)}: match needs a Result, an optional (T?) "
+                           "or an enum", s.subject.span)
             arms = {}
         seen: set[str] = set()
         for case in s.cases:
             p = case.pattern
             bind_type = arms.get(p.kind, UNKNOWN)
             if arms and p.kind not in arms:
-                expected = " and ".join(f"{k}(...)" if v is not None else k
-                                        for k, v in arms.items())
+                names = [f"{k}(...)" if v is not None else k for k, v in arms.items()]
+                expected = ", ".join(names[:-1]) + " and " + names[-1]
                 self.error(f"case {p.kind} cannot match {fmt(t)}; use {expected}", p.span)
             elif p.kind in seen:
                 self.error(f"duplicate case {p.kind}", p.span)
@@ -238,3 +269,18 @@ class BodyChecker(CallChecker):
             start = s.span
             self.error(f"match on {fmt(t)} does not cover case {' or '.join(missing)}",
                        Span(start.file, start.line, start.col, start.line, start.col + 5))
+
+    def refer_members(self, cases: list[syntax.Case]) -> None:
+        """Record where the enum and member of each `case Role.admin:` are defined."""
+        for case in cases:
+            p = case.pattern
+            d = self.ctx.lookup(p.enum or "", self.file)
+            if d is None or not isinstance(d.decl, syntax.EnumDef) or p.member is None:
+                continue
+            at = p.span
+            self.ctx.refer(Span(at.file, at.line, at.col, at.line, at.col + len(d.decl.name)),
+                           d.decl.name_span)
+            if p.member in d.decl.members:
+                self.ctx.refer(Span(at.file, at.end_line, at.end_col - len(p.member),
+                                    at.end_line, at.end_col),
+                               d.decl.member_spans[d.decl.members.index(p.member)])

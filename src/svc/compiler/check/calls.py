@@ -12,18 +12,27 @@ from __future__ import annotations
 import os
 
 from svc.compiler import builtin_table as B
+from svc.compiler.check import generics, maps
 from svc.compiler.check import http_types as check_http
 from svc.compiler.check import regex_patterns
 from svc.compiler.check.context import suggest
-from svc.compiler.check.expressions import VIEW_BYTES, ExpressionChecker, field_name_span, fmt
+from svc.compiler.check.some import SOME, some_call
+from svc.compiler.check.expressions import (
+    VIEW_BYTES, ExpressionChecker, constant_root, field_name_span, fmt,
+)
 from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
+    BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, EnumRef, ListOf, MapOf, Opt,
+    ResultOf,
     Type, is_json_type,
     is_scalar_or_optional,
 )
-from svc.compiler.svctypes import ResponseOf
+from svc.compiler.svctypes import HEADERS, ResponseOf
+
+
+#: Builtins that change their first argument in place (a constant's use is a copy).
+CHANGES_FIRST_ARGUMENT = frozenset({"append", "set"})
 
 
 class CallChecker(ExpressionChecker):
@@ -75,13 +84,17 @@ class CallChecker(ExpressionChecker):
             self.ctx.refer(func.span, d.decl.name_span)
         if d is not None and d.kind == "class":
             func.ref = "class"
-            return self.construct(call, name)
+            return self.construct(call, name, expected)
         if d is not None:
             func.ref = "function"
             return self.call_function(call, self.ctx.program.functions[name], awaited)
+        if name == maps.MAP and d is None:
+            return maps.construct(self, call, expected)
         if name in B.BUILTINS:
             func.ref = "builtin"
             return self.call_builtin(call, B.BUILTINS[name], expected, awaited)
+        if name == SOME and d is None:
+            return some_call(self, call, expected)
         if name == B.RANGE:
             func.ref = "builtin"
             self.error("range(...) can only be the iterable of a for loop", call.span)
@@ -89,11 +102,12 @@ class CallChecker(ExpressionChecker):
         self.unknown_name(name, func.span)
         return self.skip_args(call)
 
-    def skip_args(self, call: syntax.Call) -> Type:
-        """Check the arguments of a call that already failed, for their own errors."""
+    def skip_args(self, call: syntax.Call, keywords: bool = True) -> Type:
+        """Check the arguments of a call that already failed, for their own errors
+        (`keywords=False`: the keywords' values were checked already)."""
         for arg in call.args:
             self.expr(arg)
-        for kw in call.keywords:
+        for kw in call.keywords if keywords else ():
             self.expr(kw.value)
         return UNKNOWN
 
@@ -121,17 +135,23 @@ class CallChecker(ExpressionChecker):
         call.target = info.name
         what = f"function '{info.name}'"
         self.no_keywords_or_type_args(call, what)
-        self.arity(call, what, len(info.params))
+        if not self.arity(call, what, len(info.params)):
+            # One mistake, one message: arguments out of place are not also "expected X".
+            self.skip_args(call, keywords=False)
+            return info.returns
         for i, arg in enumerate(call.args):
-            if i < len(info.params):
-                self.expect(arg, info.params[i][1], f"argument {i + 1} of '{info.name}': ")
-            else:
-                self.expr(arg)
+            self.expect(arg, info.params[i][1], f"argument {i + 1} of '{info.name}': ")
         if info.is_async and not awaited:
             self.error(f"'{info.name}' is async: call it with await {info.name}(...)", call.span)
         return info.returns
 
-    def construct(self, call: syntax.Call, name: str) -> Type:
+    def construct(self, call: syntax.Call, name: str, expected: Type | None = None) -> Type:
+        decl = self.ctx.definitions[name].decl
+        if isinstance(decl, syntax.ClassDef) and decl.type_params:
+            instance = self.instance_to_construct(call, decl, expected)
+            if instance is None:
+                return self.skip_args(call)
+            name = instance
         call.call_kind, call.target = "class", name
         info = self.ctx.program.classes[name]
         fields = dict(info.fields)
@@ -140,7 +160,7 @@ class CallChecker(ExpressionChecker):
                        f"{name}({', '.join(f + '=...' for f in fields)})", call.args[0].span)
             for arg in call.args:
                 self.expr(arg)
-        if call.type_args:
+        if call.type_args and not info.decl.type_params:
             self.error(f"class {name} takes no type arguments", call.type_args[0].span)
         given: set[str] = set()
         unknown = False
@@ -166,6 +186,25 @@ class CallChecker(ExpressionChecker):
                        call.func.span)
         return ClassRef(name)
 
+    def instance_to_construct(self, call: syntax.Call, decl: syntax.ClassDef,
+                              expected: Type | None) -> str | None:
+        """The instantiation `Page[Task](...)` builds: its written type arguments, or the
+        context's (`return Page(items=xs, next=None)` in a function returning Page[Task])."""
+        if call.type_args:
+            texpr = syntax.NamedType(call.func.span.to(call.type_args[-1].span), decl.name,
+                                     call.type_args)
+            t = self.ctx.resolve_type(texpr, self.file)
+        else:
+            want = expected.inner if isinstance(expected, Opt) else expected
+            if isinstance(want, ClassRef) and want.name.startswith(decl.name + "["):
+                return want.name
+            if want == UNKNOWN:  # the context's type was wrong, and reported
+                return None
+            self.error(f"class {decl.name} is generic: write {generics.usage(decl)}(...) with "
+                       "its type arguments", call.func.span)
+            return None
+        return t.name if isinstance(t, ClassRef) else None
+
     # --- builtins ----------------------------------------------------------------------------
 
     def call_builtin(self, call: syntax.Call, b: B.Builtin, expected, awaited: bool) -> Type:
@@ -177,7 +216,9 @@ class CallChecker(ExpressionChecker):
             self.error(f"{b.name} takes positional arguments only", call.keywords[0].span)
             for kw in call.keywords:
                 self.expr(kw.value)
-        self.arity(call, b.name, len(b.params), b.variadic is not None)
+        if not self.arity(call, b.name, len(b.params), b.variadic is not None):
+            self.skip_args(call, keywords=False)  # one mistake, one message
+            return b.returns if isinstance(b.returns, Type) else UNKNOWN
         arg_types: list[Type] = []
         for i, arg in enumerate(call.args):
             spec = b.params[i] if i < len(b.params) else b.variadic
@@ -195,9 +236,20 @@ class CallChecker(ExpressionChecker):
                 arg_types.append(self.argument(call, b, i, arg, spec, arg_types))
         if b.is_async and not awaited:
             self.error(f"'{b.name}' is async: call it with await {b.name}(...)", call.span)
+        if b.name in CHANGES_FIRST_ARGUMENT and call.args:
+            self.refuse_changing_constant(b.name, call.args[0])
         if b.name in check_http.LITERAL_CHECKED:
             check_http.check_literals(self, call)
+        if b.test_only:
+            check_http.check_test_only(self, call)
         return self.builtin_result(call, b, expected, type_arg, arg_types)
+
+    def refuse_changing_constant(self, builtin: str, arg: syntax.Expr) -> None:
+        """`append(LIMITS, 4)` would change a copy of the constant and lose it: refused."""
+        name = constant_root(arg)
+        if name is not None:
+            self.error(f"{builtin} cannot change constant '{name}'; a variable set from it "
+                       f"holds a copy that can change (v = {name})", arg.span)
 
     def builtin_result(self, call, b: B.Builtin, expected, type_arg, arg_types) -> Type:
         r = b.returns
@@ -213,8 +265,14 @@ class CallChecker(ExpressionChecker):
             return UNKNOWN
         if r == B.SAME_AS_ARG:
             return arg_types[0] if arg_types else UNKNOWN
+        if r == B.OPT_OF_MAP_VALUE:
+            m = arg_types[0] if arg_types else UNKNOWN
+            return Opt(m.value) if isinstance(m, MapOf) else UNKNOWN
         if r == B.RESPONSE_OF_BODY:
             return check_http.response_of(arg_types)
+        if r == B.BODY_OF_RESPONSE:
+            return arg_types[0].body if arg_types and isinstance(arg_types[0], ResponseOf) \
+                else UNKNOWN
         if type_arg is None and r in (B.RESULT_OF_TYPE_ARG, B.RESULT_LIST_OF_TYPE_ARG,
                                       B.RESULT_OPT_OF_TYPE_ARG):
             return UNKNOWN
@@ -274,9 +332,13 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, lst.elem if isinstance(lst, ListOf) else UNKNOWN, what)
         if spec == B.SAME_AS_FIRST:
             return self.expect(arg, earlier[0] if earlier else UNKNOWN, what)
+        if spec == B.MAP_VALUE:
+            m = earlier[0] if earlier else UNKNOWN
+            return self.expect(arg, m.value if isinstance(m, MapOf) else UNKNOWN, what)
         if spec == B.PART:  # `contains`: a str in a str, an element in a List
             first = earlier[0] if earlier else UNKNOWN
-            want = first.elem if isinstance(first, ListOf) else STR if first == STR else UNKNOWN
+            want = first.elem if isinstance(first, ListOf) else \
+                STR if first == STR or isinstance(first, MapOf) else UNKNOWN
             return self.expect(arg, want, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
@@ -303,9 +365,11 @@ class CallChecker(ExpressionChecker):
         if kind == B.INTEGER_OR_FLOAT:
             return t in NUMBERS
         if kind == B.FORMATTABLE:
-            return t in NUMBERS or t == BOOL
+            return t in NUMBERS or t == BOOL or isinstance(t, EnumRef)
         if kind == B.SIZED:
-            return t in (STR, BYTES, VIEW_BYTES) or isinstance(t, ListOf)
+            return t in (STR, BYTES, VIEW_BYTES) or isinstance(t, (ListOf, MapOf))
+        if kind == B.MAP:
+            return isinstance(t, MapOf)
         if kind == B.LIST:
             return isinstance(t, ListOf)
         if kind == B.JSON:
@@ -313,11 +377,13 @@ class CallChecker(ExpressionChecker):
         if kind == B.TEXT:
             return t in (STR, BYTES, VIEW_BYTES)
         if kind == B.STR_OR_LIST:
-            return t == STR or isinstance(t, ListOf)
+            return t == STR or isinstance(t, (ListOf, MapOf))
         if kind == B.BYTES_OR_VIEW:
             return t in (BYTES, VIEW_BYTES)
         if kind == B.RESPONSE:
             return isinstance(t, ResponseOf)
+        if kind == B.HEADERS_OR_RESPONSE:
+            return t == HEADERS or isinstance(t, ResponseOf)
         if kind == B.SORTABLE_LIST:
             return isinstance(t, ListOf) and t.elem in NUMBERS + (STR,)
         if kind == B.DB_ARG:

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import sys
 
+from svc.compiler.check import generics
 from svc.compiler.check import http_types as check_http
 from svc.compiler.check.body import BodyChecker
+from svc.compiler.check.constants import check_constants, check_enum, enum_type
 from svc.compiler.check.context import CheckContext, Definition, suggest
 from svc.compiler.front import syntax
 from svc.compiler.builtin_table import RESERVED_NAMES
@@ -27,6 +29,8 @@ from svc.compiler.svctypes import (
     Opt, ResultOf, Type, View, contains_tx, contains_view, format_type,
 )
 
+_KINDS = {syntax.ClassDef: "class", syntax.FunctionDef: "function", syntax.ConstDef: "const",
+          syntax.EnumDef: "enum"}
 _PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, TX, ERROR)}
 
 
@@ -56,6 +60,7 @@ class Checker:
         self.ctx = CheckContext(program=CheckedProgram(entry=entry, modules=modules),
                                 definitions={}, visible={}, diagnostics=[],
                                 resolve_type=self.resolve_type)
+        self.type_env: dict[str, Type] = {}  # a generic class's type parameters (generics.py)
 
     def error(self, message: str, span: Span) -> None:
         self.ctx.error(message, span)
@@ -66,11 +71,17 @@ class Checker:
         for module in self.modules:
             self.ctx.visible[module.path] = self.visibility(module)
         for name, d in self.ctx.definitions.items():
-            if isinstance(d.decl, syntax.ClassDef):
+            if isinstance(d.decl, syntax.EnumDef):
+                self.ctx.program.enums[name] = check_enum(self.ctx, d.decl)
+        for name, d in self.ctx.definitions.items():
+            if isinstance(d.decl, syntax.ClassDef) and d.decl.type_params:
+                generics.check_template(self, d.decl, d.file)
+            elif isinstance(d.decl, syntax.ClassDef):
                 self.ctx.program.classes[name] = self.resolve_class(d.decl, d.file)
         for name, d in self.ctx.definitions.items():
             if isinstance(d.decl, syntax.FunctionDef):
                 self.ctx.program.functions[name] = self.resolve_function(d.decl, d.file)
+        check_constants(self.ctx)
         self.check_main()
         for info in self.ctx.program.functions.values():
             BodyChecker(self.ctx, info).check()
@@ -82,7 +93,7 @@ class Checker:
         for item in module.items:
             if isinstance(item, syntax.Import):
                 continue
-            kind = "class" if isinstance(item, syntax.ClassDef) else "function"
+            kind = _KINDS[type(item)]
             if item.name in RESERVED_NAMES:
                 self.error(f"'{item.name}' is a built-in name and cannot be redefined",
                            item.name_span)
@@ -141,6 +152,9 @@ class Checker:
             return check_http.resolve_type(self.ctx, texpr, file)
         if name in _PRIMS or name in ("List", "Result", "view"):
             return self.resolve_builtin_type(texpr, file)
+        special = generics.resolve_named(self, texpr, file)  # T, Map[str, T], Page[T]
+        if special is not None:
+            return special
         if args:
             self.error(f"type '{name}' takes no type arguments", texpr.span)
             return UNKNOWN
@@ -148,11 +162,15 @@ class Checker:
         if d is not None and d.kind == "class":
             self.ctx.refer(texpr.span, d.decl.name_span)
             return ClassRef(name)
+        if d is not None and isinstance(d.decl, syntax.EnumDef):
+            self.ctx.refer(texpr.span, d.decl.name_span)
+            return enum_type(d.decl)
         if d is not None:
-            self.error(f"'{name}' is a function, not a type", texpr.span)
+            what = "a constant" if d.kind == "const" else "a function"
+            self.error(f"'{name}' is {what}, not a type", texpr.span)
         else:
             choices = [n for n in self.ctx.visible.get(file, ())
-                       if self.ctx.definitions[n].kind == "class"]
+                       if self.ctx.definitions[n].kind in ("class", "enum")]
             hint = self.ctx.not_visible_hint(name) or suggest(name, choices + list(_PRIMS))
             self.error(f"unknown type '{name}'{hint}", texpr.span)
         return UNKNOWN

@@ -24,10 +24,10 @@ from svc.compiler.svctypes import Type
 
 @dataclass
 class Definition:
-    """A top-level class or function and the file that defines it."""
+    """A top-level class, function, constant or enum and the file that defines it."""
 
-    kind: str  # "class" or "function"
-    decl: syntax.ClassDef | syntax.FunctionDef
+    kind: str  # "class", "function", "const" or "enum"
+    decl: syntax.ClassDef | syntax.FunctionDef | syntax.ConstDef | syntax.EnumDef
     file: str
 
 

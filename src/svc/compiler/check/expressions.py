@@ -19,8 +19,8 @@ from svc.compiler.front import syntax
 from svc.compiler.program import ClassInfo, FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, ListOf, Opt, ResultOf,
-    Type, View, contains_tx, contains_view, format_type, is_json_type,
+    BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, EnumRef, ListOf, Opt,
+    ResultOf, Type, View, contains_tx, contains_view, format_type, is_json_type,
 )
 from svc.contract import I32_MAX, I32_MIN
 
@@ -56,6 +56,14 @@ def field_name_span(info: ClassInfo, name: str) -> Span:
     """Where the field `name` of a class is declared: its name only (go to definition)."""
     at = next(f.span for f in info.decl.fields if f.name == name)
     return Span(at.file, at.line, at.col, at.line, at.col + len(name))
+
+
+def constant_root(e: syntax.Expr) -> str | None:
+    """The constant a checked target or argument is part of (`LIMITS`, `DEFAULT.name`,
+    `LIMITS[0]`), or None: a constant cannot be changed."""
+    while isinstance(e, (syntax.Attribute, syntax.Index)):
+        e = e.value
+    return e.id if isinstance(e, syntax.Name) and e.ref == "const" else None
 
 
 def _is_context_literal(e: syntax.Expr) -> bool:
@@ -97,7 +105,18 @@ class ExpressionChecker:
                 return t
         return None
 
+    def enum_named(self, e: syntax.Expr) -> syntax.EnumDef | None:
+        """The enum `e` names, when it is the name of one (and no variable)."""
+        if not isinstance(e, syntax.Name) or self.lookup(e.id) is not None:
+            return None
+        d = self.ctx.lookup(e.id, self.file)
+        return d.decl if d is not None and isinstance(d.decl, syntax.EnumDef) else None
+
     def declare(self, name: str, t: Type, span: Span) -> None:
+        d = self.ctx.lookup(name, self.file)
+        if d is not None and d.kind == "const":
+            self.error(f"'{name}' is a constant; a variable cannot take its name", span)
+            return
         if self.lookup(name) is not None:
             self.error(f"variable '{name}' is already declared in this function", span)
             return
@@ -143,7 +162,7 @@ class ExpressionChecker:
             if isinstance(part, str):
                 continue
             t = self.expr(part)
-            if t not in FORMATTABLE and t != UNKNOWN:
+            if t not in FORMATTABLE and t != UNKNOWN and not isinstance(t, EnumRef):
                 how = "json_encode(x)" if is_json_type(t, self.ctx.field_types) else \
                     "a function that returns a str"
                 self.error(f"an f-string cannot format {fmt(t)} (only str, i64, i32, f64 and "
@@ -166,6 +185,13 @@ class ExpressionChecker:
             self.refer_local(e.id, e.span)
             return t
         d = self.ctx.lookup(e.id, self.file)
+        if d is not None and d.kind == "const":
+            return self.constant(e, d.decl.name_span)
+        if d is not None and isinstance(d.decl, syntax.EnumDef):
+            e.ref = "enum"
+            self.error(f"enum '{e.id}' is not a value; name a member: "
+                       f"{e.id}.{(d.decl.members or ['member'])[0]}", e.span)
+            return UNKNOWN
         if d is not None:
             e.ref = d.kind
             how = "call it" if d.kind == "function" else f"construct it with {e.id}(field=...)"
@@ -177,6 +203,27 @@ class ExpressionChecker:
             self.unknown_name(e.id, e.span)
         return UNKNOWN
 
+    def constant(self, e: syntax.Name, defined_at: Span) -> Type:
+        """A use of a module-level constant (checked before any function body)."""
+        e.ref = "const"
+        self.ctx.refer(e.span, defined_at)
+        info = self.ctx.program.constants.get(e.id)
+        return info.type if info is not None else UNKNOWN
+
+    def enum_member(self, e: syntax.Attribute, enum: syntax.EnumDef, span: Span) -> Type:
+        """`Role.admin`: a member of an enum (its value at run time is its name)."""
+        assert isinstance(e.value, syntax.Name)
+        e.value.ref = "enum"
+        self.ctx.refer(e.value.span, enum.name_span)
+        e.value.type = UNKNOWN  # the enum's name alone is not a value
+        if e.attr in enum.members:
+            self.ctx.refer(span, enum.member_spans[enum.members.index(e.attr)])
+            return EnumRef(enum.name, tuple(enum.members))
+        hint = suggest(e.attr, enum.members)
+        self.error(f"enum {enum.name} has no member '{e.attr}'{hint} (its members: "
+                   f"{', '.join(enum.members)})", span)
+        return UNKNOWN
+
     def unknown_name(self, name: str, span: Span) -> None:
         hint = self.ctx.not_visible_hint(name)
         if not hint:
@@ -186,10 +233,13 @@ class ExpressionChecker:
         self.error(f"unknown name '{name}'{hint}", span)
 
     def e_Attribute(self, e: syntax.Attribute, expected) -> Type:
-        t = self.expr(e.value)
         end = e.span
         span = Span(end.file, end.end_line, max(1, end.end_col - len(e.attr)), end.end_line,
                     end.end_col)
+        enum = self.enum_named(e.value)
+        if enum is not None:
+            return self.enum_member(e, enum, span)
+        t = self.expr(e.value)
         if isinstance(t, ClassRef):
             info = self.ctx.program.classes.get(t.name)
             fields = dict(info.fields) if info else {}

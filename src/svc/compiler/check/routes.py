@@ -15,7 +15,7 @@ from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import FunctionInfo, ParamInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResponseOf,
+    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResponseOf,
     ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
 )
 from svc.contract import ParamSource, PathError, ResultKind, parse_path
@@ -33,7 +33,7 @@ ClassFields = Callable[[str], list[Type]]
 def _query_type(t: Type) -> tuple[Type, bool] | None:
     """(scalar type, optional) when `t` binds from the query string."""
     inner = t.inner if isinstance(t, Opt) else t
-    if inner in QUERY_TYPES:
+    if inner in QUERY_TYPES or isinstance(inner, EnumRef):
         return inner, isinstance(t, Opt)
     return None
 
@@ -49,12 +49,12 @@ def bind_params(
         if t == UNKNOWN:  # its type was already reported
             continue
         if name in captures:
-            if t in PATH_TYPES:
+            if t in PATH_TYPES or isinstance(t, EnumRef):
                 params.append(ParamInfo(name, ParamSource.PATH, t))
             else:
                 problems.append(
-                    f"path parameter '{name}' of handler '{fn.name}' must be i64, i32 or str, "
-                    f"found {format_type(t)}"
+                    f"path parameter '{name}' of handler '{fn.name}' must be i64, i32, str or "
+                    f"an enum, found {format_type(t)}"
                 )
             continue
         source = _source_of(t, class_fields)
@@ -91,7 +91,7 @@ def _source_of(t: Type, class_fields: ClassFields) -> ParamSource | None:
         return ParamSource.DB
     if t == HEADERS:
         return ParamSource.HEADERS
-    if isinstance(t, ClassRef):
+    if isinstance(t, (ClassRef, MapOf)):
         return ParamSource.BODY if is_json_type(t, class_fields) else None
     if t == BYTES or t == View(BYTES):
         return ParamSource.RAW
@@ -132,6 +132,8 @@ def holds_f64(t: Type, class_fields: ClassFields, seen: set[str] | None = None) 
         return holds_f64(t.body, class_fields, seen)
     if isinstance(t, ListOf):
         return holds_f64(t.elem, class_fields, seen)
+    if isinstance(t, MapOf):
+        return holds_f64(t.value, class_fields, seen)
     if isinstance(t, ResultOf):
         return holds_f64(t.ok, class_fields, seen)
     if isinstance(t, ClassRef) and t.name not in seen:

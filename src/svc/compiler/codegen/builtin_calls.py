@@ -9,7 +9,8 @@ The rest are the special forms below, each for a reason of its own: a Result is 
 run time (`ok`, `fail`), a conversion to the type a value has already is nothing (`i64`,
 `f64`), an Error's kind and message are attributes, `append` is the list's own method,
 `include_text` is text read when compiling, `abs` has one function per type (the minimum
-integer has no absolute value of its own type), and `serve` also receives the route list.
+integer has no absolute value of its own type), `serve` and `test_request` also receive the
+route list, and `header` reads a request's Headers or a Response by its argument's type.
 """
 
 from __future__ import annotations
@@ -111,9 +112,21 @@ def _abs_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
     return _call(gen.runtime("stdlib", _ABS[arg_type]), args)
 
 
+#: The builtins that also get the entry module's route list, and the function each calls.
+_ROUTE_USERS = {"serve": ("server", "serve"), "test_request": ("test_client", "test_request")}
+
+
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
-    """`serve(db, port)` also hands the server the entry module's route list."""
-    return _call(gen.runtime("server", "serve"), args + [_name(ROUTES)])
+    """`serve(db, port)` and `test_request(...)` also get the entry module's route list."""
+    module, function = _ROUTE_USERS[e.target or ""]
+    return _call(gen.runtime(module, function), args + [_name(ROUTES)])
+
+
+def _header_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
+    """`header(h, name)` reads a request's Headers; `header(r, name)` a Response's fields."""
+    if isinstance(e.args[0].type, T.ResponseOf):
+        return _call(gen.runtime("test_client", "response_header"), args)
+    return _call(gen.runtime("compiled.headers", "header"), args)
 
 
 SPECIAL_FORMS: dict[B.SpecialForm,
@@ -125,4 +138,5 @@ SPECIAL_FORMS: dict[B.SpecialForm,
     B.EMBEDDED_TEXT: _embedded_text,
     B.ABS_BY_TYPE: _abs_by_type,
     B.WITH_ROUTES: _with_routes,
+    B.HEADER_BY_TYPE: _header_by_type,
 }

@@ -34,7 +34,7 @@ from svc.compiler.codegen.statements import StatementGen
 from svc.compiler.codegen.fstrings import fstring
 from svc.compiler.front import syntax
 from svc.compiler import svctypes as T
-from svc.compiler.program import CheckedProgram
+from svc.compiler.program import CheckedProgram, ClassInfo
 from svc.contract import INT_RANGES
 
 #: svc scalar type → how it is named in generated annotations (support aliases).
@@ -51,7 +51,8 @@ _COMPARE = {"==": ast.Eq, "!=": ast.NotEq, "<": ast.Lt, ">": ast.Gt, "<=": ast.L
 def generate(program: CheckedProgram) -> list[tuple[str, ast.Module]]:
     """One Python module per `.svc` file, in load order; the entry module comes last and
     defines `_svc_ROUTES`, the route list `serve` receives."""
-    globals_ = set(program.classes) | set(program.functions)
+    globals_ = (set(program.classes) | set(program.functions) | set(program.constants)
+                | set(program.enums))
     sync_twins: set[str] = set()  # filled while generating; the entry module's route list reads it
     out = []
     for module in program.modules:
@@ -69,8 +70,21 @@ def _suspends(node: ast.AsyncFunctionDef) -> bool:
     return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith)) for n in ast.walk(node))
 
 
+#: How each character of a generic class's instantiation name (`Page[List[Task]]`) is spelt
+#: in its Python name; `_` itself is doubled, so no two svc names get one Python name.
+_INSTANCE_CHARS = {"_": "__", "[": "_of_", "]": "_end_", ",": "_and_", " ": "", "?": "_opt_"}
+
+
+def instance_name(name: str) -> str:
+    """The Python class of an instantiation: `Page[Task]` → `_svc_g_Page_of_Task_end_`, which
+    no svc name can have (user names starting with `_svc` are renamed)."""
+    return PREFIX + "g_" + "".join(_INSTANCE_CHARS.get(ch, ch) for ch in name)
+
+
 def global_name(name: str) -> str:
     """The Python name of a top-level svc name (function or class)."""
+    if "[" in name:
+        return instance_name(name)
     if keyword.iskeyword(name) or name.startswith(PREFIX) or name in ("__name__", "__builtins__"):
         return f"{PREFIX}u_{name}"
     return name
@@ -87,8 +101,10 @@ def type_source(t: T.Type) -> str:
         return f"{PREFIX}List[{type_source(t.elem)}]"
     if isinstance(t, T.Opt):
         return f"{PREFIX}Optional[{type_source(t.inner)}]"
-    if isinstance(t, T.ClassRef):
+    if isinstance(t, (T.ClassRef, T.EnumRef)):
         return global_name(t.name)
+    if isinstance(t, T.MapOf):
+        return f"{PREFIX}Dict[{PREFIX}T_STR, {type_source(t.value)}]"
     return PREFIX + "T_ANY"
 
 
@@ -119,7 +135,9 @@ class _ModuleGen:
     def build(self) -> ast.Module:
         body: list[ast.stmt] = []
         for item in self.module.items:
-            if isinstance(item, syntax.ClassDef):
+            if isinstance(item, syntax.ClassDef) and item.type_params:
+                body.extend(self.generic_class_defs(item))
+            elif isinstance(item, syntax.ClassDef):
                 body.append(self.class_def(item))
             elif isinstance(item, syntax.FunctionDef):
                 node = self.function_def(item)
@@ -127,6 +145,7 @@ class _ModuleGen:
                 twin = self.sync_twin(item, node)
                 if twin is not None:
                     body.append(twin)
+        body += self.constants_and_enums()
         if self.is_entry:
             body.append(self.route_list())
         head = self.imports()
@@ -182,8 +201,14 @@ class _ModuleGen:
 
     # --- classes --------------------------------------------------------------------------
 
-    def class_def(self, decl: syntax.ClassDef) -> ast.ClassDef:
-        info = self.program.classes[decl.name]
+    def generic_class_defs(self, decl: syntax.ClassDef) -> list[ast.stmt]:
+        """A generic class is one Struct per instantiation the program uses (`Page[Task]`),
+        so each knows its exact field types; the generic class itself has none."""
+        return [self.class_def(decl, info) for info in self.program.classes.values()
+                if info.decl is decl]
+
+    def class_def(self, decl: syntax.ClassDef, info: ClassInfo | None = None) -> ast.ClassDef:
+        info = info or self.program.classes[decl.name]
         annotations = ast.Dict(keys=[ast.Constant(field_name(n)) for n, _ in info.fields],
                                values=[ast.Constant(self.annotation(t)) for _, t in info.fields])
         fields = tuple(_field_entry(name, ftype) for name, ftype in info.fields)
@@ -198,17 +223,44 @@ class _ModuleGen:
             keywords.append(ast.keyword(arg="rename", value=ast.Dict(
                 keys=[ast.Constant(k) for k in renamed],
                 values=[ast.Constant(v) for v in renamed.values()])))
-        node = ast.ClassDef(name=global_name(decl.name), bases=[self.rt("Struct")],
+        node = ast.ClassDef(name=global_name(info.name), bases=[self.rt("Struct")],
                             keywords=keywords, body=body, decorator_list=[])
         return _located(node, decl.span)
 
     def annotation(self, t: T.Type) -> str:
         """The field annotation text; registers the support aliases it mentions."""
         text = type_source(t)
-        for alias in list(_TYPE_NAMES.values()) + ["List", "Optional", "T_ANY"]:
+        for alias in list(_TYPE_NAMES.values()) + ["List", "Optional", "T_ANY", "Dict"]:
             if PREFIX + alias in text:
                 self.support.add(alias)
         return text
+
+    # --- constants and enums ----------------------------------------------------------------
+
+    def constants_and_enums(self) -> list[ast.stmt]:
+        """`Role = Literal["admin", "member"]` per enum (msgspec checks JSON against it), then
+        `LIMIT = 100` per constant: after the module's classes, which their values may build."""
+        out: list[ast.stmt] = []
+        for item in self.module.items:
+            if isinstance(item, syntax.EnumDef):
+                members = ast.Tuple(elts=[ast.Constant(m) for m in item.members], ctx=ast.Load())
+                literal = ast.Subscript(value=self.rt("Literal"), slice=members, ctx=ast.Load())
+                out.append(_located(ast.Assign(targets=[_store(global_name(item.name))],
+                                               value=literal), item.span))
+        for item in self.module.items:
+            if isinstance(item, syntax.ConstDef):
+                out.append(_located(ast.Assign(targets=[_store(global_name(item.name))],
+                                               value=self.expr(item.value)), item.span))
+        return out
+
+    def constant(self, e: syntax.Name) -> ast.expr:
+        """A use of a constant: a list, map or class instance is copied at each use, so nothing
+        can change the constant through it (`append`, a field assignment, a callee)."""
+        value = _name(global_name(e.id))
+        t = e.type.inner if isinstance(e.type, T.Opt) else e.type
+        if isinstance(t, (T.ListOf, T.MapOf, T.ClassRef)):
+            return _call(self.rt("copy"), [value])
+        return value
 
     # --- functions ------------------------------------------------------------------------
 
@@ -297,11 +349,15 @@ class _ModuleGen:
         return ast.Constant(None)
 
     def expr_Name(self, e: syntax.Name) -> ast.expr:
+        if e.ref == "const":
+            return self.constant(e)
         if e.ref in ("function", "class"):
             return _name(global_name(e.id))
         return _name(self.local(e.id))
 
     def expr_Attribute(self, e: syntax.Attribute) -> ast.expr:
+        if isinstance(e.value, syntax.Name) and e.value.ref == "enum":
+            return ast.Constant(e.attr)  # `Role.admin` is "admin"
         return ast.Attribute(value=self.expr(e.value), attr=field_name(e.attr), ctx=ast.Load())
 
     def expr_Index(self, e: syntax.Index) -> ast.expr:
@@ -382,6 +438,10 @@ class _ModuleGen:
         kind, target = e.call_kind, e.target
         if kind == "builtin":
             return self.builtin(e)
+        if kind == "map":  # `Map[str, T]()`
+            return ast.Dict(keys=[], values=[])
+        if kind == "some":
+            return self.expr(e.args[0])  # a `T?` is the value or None: Some(x) is x
         if target is None or kind not in ("class", "function", "async_function"):
             raise CodegenError(f"call without a call_kind and target: {e.target or e.func}")
         if kind == "class":

@@ -42,6 +42,8 @@ def _param(p: ParamInfo, type_value, contract: ContractName) -> ast.expr:
         kind = ast.Constant("Db")
     elif p.source is ParamSource.HEADERS:
         kind = ast.Constant("Headers")
+    elif isinstance(p.type, T.EnumRef):  # PATH or QUERY: an enum's member names
+        kind = ast.Constant(p.type.members)  # type: ignore[arg-type]  # a tuple of str
     else:  # PATH and QUERY: a scalar (already the inner type of a `T?` query parameter)
         kind = ast.Constant(T.format_type(p.type))
     return ast.Call(func=contract("Param"), keywords=[], args=[

@@ -39,6 +39,9 @@ class ExpressionGen(Protocol):
     def rt(self, name: str) -> ast.Name:
         """A support function or constant (imported by the module)."""
 
+    def runtime(self, module: str, attr: str) -> ast.Attribute:
+        """`svc.runtime.<module>.<attr>` (the module imported by the module)."""
+
 
 class StatementGen:
     """The statements of one module's functions."""
@@ -132,8 +135,11 @@ class StatementGen:
 
     def stmt_For(self, s: syntax.For) -> list[ast.stmt]:
         var = _located(_store(self.gen.local(s.var)), s.var_span)
-        return [ast.For(target=var, iter=self.gen.expr(s.iter), body=self.block(s.body),
-                        orelse=[])]
+        iterable = self.gen.expr(s.iter)
+        if s.iter_kind == "map":  # the keys when the loop starts: the body may set new ones
+            iterable = ast.Call(func=self.gen.runtime("maps", "keys"), args=[iterable],
+                                keywords=[])
+        return [ast.For(target=var, iter=iterable, body=self.block(s.body), orelse=[])]
 
     def stmt_Match(self, s: syntax.Match) -> list[ast.stmt]:
         """Evaluate the subject once, then an if/elif chain; the last arm is the `else`
@@ -157,6 +163,10 @@ class StatementGen:
         return out + chain
 
     def pattern_test(self, kind: str, subject: str) -> ast.expr:
+        if "." in kind:  # an enum member `Role.admin`: the value is the member's name
+            member = kind.rpartition(".")[2]
+            return ast.Compare(left=_name(subject), ops=[ast.Eq()],
+                               comparators=[ast.Constant(member)])
         if kind in ("Ok", "Err"):
             cls = ast.Attribute(value=_name(subject), attr="__class__", ctx=ast.Load())
             op = ast.Is() if kind == "Err" else ast.IsNot()

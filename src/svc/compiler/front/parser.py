@@ -65,13 +65,17 @@ class Parser(ExpressionParser):
             return self.routed_function()
         if kind in ("def", "async"):
             return self.function()
+        if kind == "name" and self.tok.value == "enum" and self.peek().kind == "name":
+            return self.enum_def()
+        if kind == "name" and self.peek().kind == ":":
+            return self.const_def()
         if kind == "indent":
             raise self.fail("unexpected indentation")
         if kind == "dedent":
             self.advance()
             return None
-        raise self.fail("expected a declaration at top level (import, class, def or async "
-                        f"def), found {self.tok.describe()}")
+        raise self.fail("expected a declaration at top level (import, class, enum, def, async "
+                        f"def or a constant 'NAME: Type = value'), found {self.tok.describe()}")
 
     def end_of_line(self) -> None:
         if not self.accept("newline") and not self.at("eof"):
@@ -106,13 +110,14 @@ class Parser(ExpressionParser):
         name = self.expect("name", "a class name")
         if self.at("("):
             raise self.fail("classes have no base classes: write 'class Name:'")
+        type_params = self.type_params() if self.at("[") else []
         self.expect(":", "':' after the class name")
         fields: list[syntax.Field] = []
         span = Span(self.file, start.line, start.col, name.line, name.end_col)
         if self.accept("newline"):
             if not self.accept("indent"):
                 self.report("expected an indented block of fields 'name: Type'", self.tok.span)
-                return syntax.ClassDef(span, name.text, name.span, fields)
+                return syntax.ClassDef(span, name.text, name.span, fields, type_params)
             while not self.at("dedent") and not self.at("eof"):
                 try:
                     fields.append(self.field())
@@ -121,7 +126,64 @@ class Parser(ExpressionParser):
             self.accept("dedent")
         else:
             fields.append(self.field())
-        return syntax.ClassDef(span, name.text, name.span, fields)
+        return syntax.ClassDef(span, name.text, name.span, fields, type_params)
+
+    def type_params(self) -> list[syntax.TypeParamDecl]:
+        """`[T, U]` after a generic class's name: its type parameters, one name each."""
+        opener = self.advance()
+        params: list[syntax.TypeParamDecl] = []
+        while True:
+            name = self.expect("name", "a type parameter name in 'class Name[T]'")
+            params.append(syntax.TypeParamDecl(name.span, name.text))
+            if not self.accept(",") or self.at("]"):
+                break
+        self.close(opener, "',' or ']' after the type parameters")
+        return params
+
+    def const_def(self) -> syntax.ConstDef:
+        """`NAME: Type = value` at top level: a module-level constant."""
+        name = self.advance()
+        self.advance()  # ':'
+        annotation = self.type_expr()
+        self.expect("=", f"'=' and a value: a constant needs one ('{name.value}: Type = value')")
+        value = self.expr()
+        node = syntax.ConstDef(self.span_from(name), name.text, name.span, annotation, value)
+        self.end_of_line()
+        return node
+
+    def enum_def(self) -> syntax.EnumDef:
+        """`enum Role: admin, member`, or the member names one per line in an indented block
+        (like a class's fields)."""
+        start = self.advance()
+        name = self.expect("name", "an enum name")
+        self.expect(":", "':' after the enum name")
+        span = Span(self.file, start.line, start.col, name.line, name.end_col)
+        node = syntax.EnumDef(span, name.text, name.span, [], [])
+        if not self.accept("newline"):
+            self.enum_members(node)
+            self.end_of_line()
+            return node
+        if not self.accept("indent"):
+            self.report("expected the member names of the enum, one per line or "
+                        "'enum Name: a, b'", self.tok.span)
+            return node
+        while not self.at("dedent") and not self.at("eof"):
+            try:
+                self.enum_members(node)
+                self.end_of_line()
+            except ParseError:
+                self.synchronize()
+        self.accept("dedent")
+        return node
+
+    def enum_members(self, node: syntax.EnumDef) -> None:
+        """One line of member names, separated by commas."""
+        while True:
+            member = self.expect("name", f"a member name of enum {node.name}")
+            node.members.append(member.text)
+            node.member_spans.append(member.span)
+            if not self.accept(",") or self.at("newline") or self.at("eof"):
+                return
 
     def field(self) -> syntax.Field:
         if self.tok.kind in ("def", "async", "@"):
@@ -388,8 +450,11 @@ class Parser(ExpressionParser):
         start = self.tok
         if self.accept("None"):
             return syntax.Pattern(start.span, "None")
+        if self.at("name") and self.peek().kind == ".":
+            return self.member_pattern()
         if not (self.at("name") and self.tok.value in PATTERNS):
-            raise self.fail("expected a pattern: Ok(v), Err(e), Some(v) or None")
+            raise self.fail("expected a pattern: Ok(v), Err(e), Some(v), None or an enum "
+                            "member (Role.admin)")
         kind = self.advance().value
         self.expect("(", f"'(' after '{kind}': {kind}(name) or {kind}(_)")
         name = self.expect("name", f"a name or '_' inside {kind}(...)")
@@ -398,3 +463,11 @@ class Parser(ExpressionParser):
         if binding == "_":
             return syntax.Pattern(self.span_from(start), str(kind))
         return syntax.Pattern(self.span_from(start), str(kind), str(binding), name.span)
+
+    def member_pattern(self) -> syntax.Pattern:
+        """`case Role.admin:`: an enum member."""
+        enum = self.advance()
+        self.advance()  # '.'
+        member = self.expect("name", f"a member name after '{enum.value}.'")
+        return syntax.Pattern(self.span_from(enum), f"{enum.value}.{member.value}",
+                              enum=str(enum.value), member=str(member.value))

@@ -98,7 +98,8 @@ class UnitLit(Expr):
 @dataclass(eq=False)
 class Name(Expr):
     id: str
-    # checker: "local" (variable or parameter), "function", "class" or "builtin"
+    # checker: "local" (variable or parameter), "function", "class", "builtin", "const"
+    # (a module-level constant) or "enum" (the enum of a member `Role.admin`)
     ref: Optional[str] = field(default=None, kw_only=True)
 
 
@@ -277,11 +278,15 @@ class Return(Stmt):
 
 @dataclass(eq=False)
 class Pattern(Node):
-    """`Ok(v)`, `Err(e)`, `Some(v)` or `None`; `binding` is None for `_` and for `None`."""
+    """`Ok(v)`, `Err(e)`, `Some(v)`, `None` or `Role.admin`; `binding` is None for `_`, for
+    `None` and for an enum member."""
 
-    kind: str  # "Ok", "Err", "Some", "None"
+    kind: str  # "Ok", "Err", "Some", "None", or "Role.admin" for an enum member
     binding: Optional[str] = None
     binding_span: Optional[Span] = None  # where the bound name is written (go to definition)
+    # for an enum member pattern `Role.admin`: the enum's name and the member's
+    enum: Optional[str] = None
+    member: Optional[str] = None
 
 
 @dataclass(eq=False)
@@ -294,7 +299,7 @@ class Case(Node):
 class Match(Stmt):
     subject: Expr
     cases: list[Case]
-    # checker: "result" or "optional"
+    # checker: "result", "optional" or "enum"
     subject_kind: Optional[str] = field(default=None, kw_only=True)
 
 
@@ -318,10 +323,18 @@ class Field(Node):
 
 
 @dataclass(eq=False)
+class TypeParamDecl(Node):
+    """A generic class's type parameter, `T` in `class Page[T]:`."""
+
+    name: str
+
+
+@dataclass(eq=False)
 class ClassDef(Node):
     name: str
     name_span: Span
     fields: list[Field]
+    type_params: list[TypeParamDecl] = field(default_factory=list)  # `class Page[T]:`
 
 
 @dataclass(eq=False)
@@ -350,7 +363,28 @@ class FunctionDef(Node):
     routes: list[RouteAttr] = field(default_factory=list)
 
 
-Decl = Union[Import, ClassDef, FunctionDef]
+@dataclass(eq=False)
+class ConstDef(Node):
+    """`LIMIT: i64 = 100` at top level: a module-level constant (its value is built from
+    literals only, checked by check/constants.py)."""
+
+    name: str
+    name_span: Span
+    annotation: TypeExpr
+    value: Expr
+
+
+@dataclass(eq=False)
+class EnumDef(Node):
+    """`enum Role: admin, member` (or one member name per line in an indented block)."""
+
+    name: str
+    name_span: Span
+    members: list[str]
+    member_spans: list[Span]
+
+
+Decl = Union[Import, ClassDef, FunctionDef, ConstDef, EnumDef]
 
 
 @dataclass(eq=False)
