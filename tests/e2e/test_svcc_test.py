@@ -74,7 +74,7 @@ def test_every_example_passes_its_own_tests(args: list[str]) -> None:
 
 def test_the_task_manager_tests_cover_its_handlers() -> None:
     names = results(svcc("test", "--project", "examples/tasks").stdout)
-    for topic in ("create", "list", "100", "update", "delete", "stats", "title"):
+    for topic in ("create", "list", "100", "update", "delete", "stats", "title", "router"):
         assert any(topic in name for name in names), topic
 
 
@@ -327,3 +327,195 @@ def test_a_bad_timeout_is_a_usage_error(tmp_path: Path, value: str) -> None:
 def test_a_missing_program_is_a_usage_error(tmp_path: Path) -> None:
     result = svcc("test", "nope.svc", cwd=tmp_path)
     assert result.returncode == 2 and result.stderr == "error: cannot find file 'nope.svc'\n"
+
+
+# --- the test client: test_request, headers_of, status/header/body ----------------------------------
+
+ACCOUNTS = '''\
+class Account:
+    id: i64
+    name: str
+
+@post("/accounts")
+async def sign_up(db: Db, h: Headers, a: Account) -> Result[Response[Account], Error]:
+    if header(h, "Authorization") != "Bearer admin":
+        return unauthorized("admins only")
+    try await db_exec(db, "INSERT INTO accounts (id, name) VALUES (?1, ?2)", a.id, a.name)
+    r = respond(201, a)
+    set_header(r, "Location", f"/accounts/{a.id}")
+    return ok(r)
+
+@get("/accounts/{id}")
+async def account(db: Db, id: i64) -> Result[Account?, Error]:
+    return await db_one[Account](db, "SELECT id, name FROM accounts WHERE id = ?1", id)
+
+@get("/crash")
+async def crash() -> Result[i64, Error]:
+    let xs: List[i64] = []
+    return ok(xs[3])
+
+async def open_db() -> Result[Db, Error]:
+    db = try await db_open(":memory:")
+    try await db_exec(db, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+    return ok(db)
+
+def main():
+    print("main ran")
+'''
+
+
+def write_accounts(folder: Path, tests: str) -> None:
+    (folder / "app.svc").write_text(ACCOUNTS)
+    (folder / "app_test.svc").write_text(tests)
+
+
+def test_test_request_answers_through_the_router_binding_and_rendering(tmp_path: Path) -> None:
+    write_accounts(tmp_path, '''\
+from "app.svc" import open_db, sign_up, Account
+
+async def test_created() -> Result[unit, Error]:
+    db = try await open_db()
+    admin = headers_of(["Authorization: Bearer admin", "Content-Type: application/json"])
+    r = await test_request(db, "POST", "/accounts", admin, "{\\"id\\": 1, \\"name\\": \\"ada\\"}")
+    assert_eq(status(r), 201)
+    assert_eq(header(r, "location"), "/accounts/1")
+    assert_eq(header(r, "Content-Length"), "21")
+    assert_eq(header(r, "X-Missing"), None)
+    assert_eq(body(r), "{\\"id\\":1,\\"name\\":\\"ada\\"}")
+    got = await test_request(db, "GET", "/accounts/1?unused=1", headers_of([]), "")
+    assert_eq(body(got), body(r))
+    head = await test_request(db, "HEAD", "/accounts/1", headers_of([]), "")
+    assert_eq(status(head), 200)
+    assert_eq(body(head), "")
+    return ok(())
+
+async def test_refused() -> Result[unit, Error]:
+    db = try await open_db()
+    none = headers_of([])
+    assert_eq(status(await test_request(db, "GET", "/accounts/9", none, "")), 404)
+    assert_eq(status(await test_request(db, "GET", "/accounts/x", none, "")), 400)
+    assert_eq(status(await test_request(db, "POST", "/nowhere", none, "")), 404)
+    wrong = await test_request(db, "DELETE", "/accounts/1", none, "")
+    assert_eq(status(wrong), 405)
+    assert_eq(header(wrong, "Allow"), "GET, HEAD")
+    nobody = await test_request(db, "POST", "/accounts", none, "{\\"id\\": 1, \\"name\\": \\"a\\"}")
+    assert_eq(status(nobody), 401)
+    assert_eq(body(nobody), "{\\"error\\":\\"admins only\\"}")
+    text = headers_of(["Content-Type: text/plain"])
+    assert_eq(status(await test_request(db, "POST", "/accounts", text, "hi")), 415)
+    let many: List[str] = []
+    for i in range(2000):
+        append(many, f"X-Field-{i}: some value to fill the head")
+    assert_eq(status(await test_request(db, "GET", "/accounts/1", headers_of(many), "")), 431)
+    assert_eq(status(await test_request(db, "GET", "/health", none, "")), 200)
+    return ok(())
+
+async def test_a_handler_called_directly() -> Result[unit, Error]:
+    db = try await open_db()
+    r = try await sign_up(db, headers_of(["authorization:   Bearer admin  "]), Account(id=2, name="bo"))
+    assert_eq(status(r), 201)
+    assert_eq(body(r), Account(id=2, name="bo"))
+    assert_eq(header(r, "LOCATION"), "/accounts/2")
+    return ok(())
+''')
+    result = svcc("test", "app.svc", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert results(result.stdout) == {"test_created": "ok", "test_refused": "ok",
+                                      "test_a_handler_called_directly": "ok"}
+    assert "main ran" not in result.stdout
+
+
+def test_a_wrong_status_fails_with_both_values_and_a_fault_is_a_logged_500(tmp_path: Path) -> None:
+    write_accounts(tmp_path, '''\
+from "app.svc" import open_db
+
+async def test_expects_200() -> Result[unit, Error]:
+    db = try await open_db()
+    r = await test_request(db, "GET", "/accounts/5", headers_of([]), "")
+    assert_eq(status(r), 200)
+    return ok(())
+
+async def test_crash_is_500() -> Result[unit, Error]:
+    db = try await open_db()
+    r = await test_request(db, "GET", "/crash", headers_of([]), "")
+    assert_eq(status(r), 500)
+    assert_eq(body(r), "{\\"error\\":\\"internal error\\"}")
+    return ok(())
+''')
+    result = svcc("test", "app.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    assert results(result.stdout) == {"test_expects_200": "FAIL", "test_crash_is_500": "ok"}
+    assert ("     app_test.svc:6: assert_eq failed: the values differ\n"
+            "       left:  404\n"
+            "       right: 200\n") in result.stdout
+    # the server's own log line for the fault, with the handler's .svc line
+    assert "GET /crash: internal error" in result.stderr
+    assert "app.svc\", line 21" in result.stderr
+
+
+def test_bad_literal_arguments_are_compile_errors(tmp_path: Path) -> None:
+    write_accounts(tmp_path, '''\
+async def test_bad() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    r = await test_request(db, "GE T", "accounts", headers_of(["Accept json"]), "")
+    return ok(())
+''')
+    result = svcc("test", "app.svc", cwd=tmp_path)
+    assert result.returncode == 1 and result.stdout == ""
+    err = result.stderr
+    assert ("error: test_request: method 'GE T' is not an HTTP method (GET, POST, PUT, DELETE, "
+            "...)\n --> app_test.svc:3:32\n") in err
+    assert ("error: test_request: path 'accounts' must start with '/' (a path and query: "
+            "/api/tasks?limit=5)\n --> app_test.svc:3:40\n") in err
+    assert ("error: headers_of: 'Accept json' is not a header field: write it 'Name: value'\n"
+            " --> app_test.svc:3:64\n") in err
+    assert "error: 3 errors in app_test.svc" in err
+
+
+def test_bad_computed_arguments_fail_the_test_with_their_line(tmp_path: Path) -> None:
+    write_accounts(tmp_path, '''\
+async def test_method() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    method = "G T"
+    r = await test_request(db, method, "/", headers_of([]), "")
+    return ok(())
+
+async def test_path() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    path = "/a b"
+    r = await test_request(db, "GET", path, headers_of([]), "")
+    return ok(())
+
+async def test_framing() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    r = await test_request(db, "POST", "/", headers_of(["Content-Length: 5"]), "")
+    return ok(())
+
+def test_header_line():
+    line = "X-Bad\\rInjected: 1"
+    h = headers_of([line])
+''')
+    result = svcc("test", "app.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    assert set(results(result.stdout).values()) == {"FAIL"}
+    out = result.stdout
+    assert ("     app_test.svc:4: test_request: method 'G T' is not an HTTP method (GET, POST, "
+            "PUT, DELETE, ...)\n") in out
+    assert ("     app_test.svc:10: test_request: path '/a b' holds a space or control character "
+            "(percent-encode it)\n") in out
+    assert ("     app_test.svc:15: test_request: do not give a Content-Length field: "
+            "test_request frames the body itself\n") in out
+    assert "     app_test.svc:20: headers_of: header name 'X-Bad\\rInjected' (in " in out
+
+
+def test_the_test_client_is_for_test_files_only(tmp_path: Path) -> None:
+    (tmp_path / "app.svc").write_text('''\
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    r = await test_request(db, "GET", "/health", headers_of([]), "")
+    return ok(())
+''')
+    result = svcc("check", "app.svc", cwd=tmp_path)
+    assert result.returncode == 1
+    assert ("error: test_request can only be called in a test file (*_test.svc), which `svcc "
+            "test` runs\n --> app.svc:3:15\n") in result.stderr
