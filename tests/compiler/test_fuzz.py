@@ -133,6 +133,24 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
     return data
 
 
+def rejected_without_raising(target: Path, data: bytes, index: int) -> bool:
+    """Write `data` to `target` and check it: True when it gave diagnostics (each with a valid
+    position and renderable), False when it checked; an exception fails the test with the
+    input that caused it."""
+    target.write_bytes(data)
+    try:
+        result = check(Target(file=str(target)))
+        diagnostics = result.diagnostics if isinstance(result, Failed) else []
+        for diagnostic in diagnostics:
+            assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
+            render(diagnostic, result.sources.get(diagnostic.span.file))
+    except Exception as exc:  # pragma: no cover - the failure report
+        (target.parent / "failing.svc").write_bytes(data)
+        raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
+                             f"{data.decode('utf-8', 'replace')}") from exc
+    return bool(diagnostics)
+
+
 @pytest.mark.fuzz
 @pytest.mark.timeout(3600)
 def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
@@ -148,18 +166,7 @@ def test_check_never_raises_on_mutated_programs(tmp_path: Path) -> None:
         relative, original = rng.choice(bases)
         data = mutate(rng, original)
         target = tmp_path / relative.parent / "fuzz_main.svc"
-        target.write_bytes(data)
-        try:
-            result = check(Target(file=str(target)))
-            diagnostics = result.diagnostics if isinstance(result, Failed) else []
-            rejected += bool(diagnostics)
-            for diagnostic in diagnostics:
-                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
-                render(diagnostic, result.sources.get(diagnostic.span.file))
-        except Exception as exc:  # pragma: no cover - the failure report
-            (tmp_path / "failing.svc").write_bytes(data)
-            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
-                                 f"{data.decode('utf-8', 'replace')}") from exc
+        rejected += rejected_without_raising(target, data, index)
     print(f"fuzz: {EXAMPLES} inputs ({rejected} with diagnostics) in "
           f"{time.monotonic() - started:.1f}s (seed {SEED})")
     assert rejected > EXAMPLES // 2  # the mutations do break programs
@@ -177,17 +184,7 @@ def test_fstrings_never_raise(tmp_path: Path) -> None:
         quote = rng.choice("\"'")
         text = (f"def main():\n    name = \"ada\"\n    x = 1\n"
                 f"    print(f{quote}{body}{quote})\n")
-        target.write_text(text, encoding="utf-8")
-        try:
-            result = check(Target(file=str(target)))
-            found = result.diagnostics if isinstance(result, Failed) else []
-            rejected += bool(found)
-            for diagnostic in found:
-                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
-                render(diagnostic, result.sources.get(diagnostic.span.file))
-        except Exception as exc:  # pragma: no cover - the failure report
-            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
-                                 f"{text}") from exc
+        rejected += rejected_without_raising(target, text.encode("utf-8"), index)
     assert 0 < rejected < EXAMPLES  # both good and bad f-strings were made
 
 
@@ -209,17 +206,7 @@ def test_constants_and_enums_never_raise(tmp_path: Path) -> None:
         text = ("class Point:\n    x: i64\n\n" + made + "\n\n"
                 "def main():\n    v = Some(LIMIT)\n    match Role.a:\n        case Role.a: pass\n"
                 "        case Role.b: pass\n")
-        target.write_text(text, encoding="utf-8")
-        try:
-            result = check(Target(file=str(target)))
-            found = result.diagnostics if isinstance(result, Failed) else []
-            rejected += bool(found)
-            for diagnostic in found:
-                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
-                render(diagnostic, result.sources.get(diagnostic.span.file))
-        except Exception as exc:  # pragma: no cover - the failure report
-            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
-                                 f"{text}") from exc
+        rejected += rejected_without_raising(target, text.encode("utf-8"), index)
     assert rejected > 0
 
 
@@ -244,15 +231,5 @@ def test_maps_and_generics_never_raise(tmp_path: Path) -> None:
                 + made + "\n\ndef main():\n    let m: Map[str, Box[Task]] = Map()\n"
                 "    set(m, \"a\", Box(item=Task(id=1), next=None))\n    for k in m:\n"
                 "        print(k)\n")
-        target.write_text(text, encoding="utf-8")
-        try:
-            result = check(Target(file=str(target)))
-            found = result.diagnostics if isinstance(result, Failed) else []
-            rejected += bool(found)
-            for diagnostic in found:
-                assert diagnostic.span.line >= 1 and diagnostic.span.col >= 1
-                render(diagnostic, result.sources.get(diagnostic.span.file))
-        except Exception as exc:  # pragma: no cover - the failure report
-            raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
-                                 f"{text}") from exc
+        rejected += rejected_without_raising(target, text.encode("utf-8"), index)
     assert rejected > 0
