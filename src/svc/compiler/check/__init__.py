@@ -6,7 +6,13 @@
     expressions.py  a body's scopes and the types of its expressions
     calls.py        calls (functions, constructors, builtins) and `await`
     body.py         a body's statements and that it returns on every path
-    http_types.py   the rules of the HTTP types (`Headers`, `Response[T]`) and their builtins
+    http_types.py   the rules of the HTTP types (`Headers`, `Response[T]`) and their builtins,
+                    and of the test client's literal arguments
+    constants.py    module-level constants (literal-built values) and enums
+    some.py         `Some(x)` as an expression
+    maps.py         `Map[str, T]`: the written type and the empty map
+    generics.py     generic classes `class Page[T]:` and their instantiations
+    regex_patterns.py  the regular-expression builtins' patterns (literals RE2 accepts)
     routes.py       the route table and its rules
     error_kinds.py  which error kinds a function can return (for `svcc openapi`)
 
