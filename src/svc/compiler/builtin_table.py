@@ -277,6 +277,14 @@ BUILTINS: dict[str, Builtin] = dict([
        "hex."),
     _b("constant_time_eq(a: str, b: str) -> bool", (STR, STR), BOOL, "stdlib.constant_time_eq",
        "Whether a == b, in a time that does not depend on where they differ."),
+    # passwords (runtime/passwords.py: scrypt on the runtime's thread pool)
+    _b("async hash_password(password: str) -> str", (STR,), STR, "passwords.hash_password",
+       "A slow salted hash of password (scrypt, its parameters in the text) to store, made off "
+       "the event loop."),
+    _b("async verify_password(password: str, hash: str) -> Result[bool, Error]", (STR, STR),
+       ResultOf(BOOL), "passwords.verify_password",
+       "Whether password is the one hash was made from; an internal error when hash is not "
+       "such a hash.", errors=frozenset({"internal"})),
     # HTTP: request headers, responses (runtime/compiled/headers.py, custom_response.py)
     _b("header(h, name: str) -> str?", (HEADERS_OR_RESPONSE, STR), Opt(STR), HEADER_BY_TYPE,
        "The header field called name (any case) of a request's Headers or of a Response, "

@@ -19,7 +19,7 @@ from typing import Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Route
 from svc.process import close_databases, stop_on_signals
-from svc.runtime import builtin_routes, workers
+from svc.runtime import builtin_routes, passwords, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
 from svc.runtime.serverlog import ServerLog
@@ -145,7 +145,8 @@ def raise_open_file_limit() -> None:
 
 async def shut_down(app: App, server: asyncio.AbstractServer | None,
                     grace: float = SHUTDOWN_GRACE) -> None:
-    """Stop accepting, let requests in flight finish (bounded by `grace`), close the db.
+    """Stop accepting, let requests in flight finish (bounded by `grace`), stop the password
+    hashing threads, close the db.
 
     Idle connections close at once, so with nothing in flight this returns as soon as their
     close is through: it waits on `app.all_closed`, not on a polling timer.
@@ -167,6 +168,7 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
     app.sweeper.stop()
     app.log.flush()
     try:
+        passwords.shut_down_pool()
         close_databases()
     finally:
         sys.stdout.flush()
