@@ -352,7 +352,7 @@ class Connection(asyncio.Protocol):
             return self.fault(req, exc)
         if detail is not None:
             self.app.log.error(f"{_named(req)}: {detail}")
-        self.finish(req, status, ctype, body)
+        self.finish(req, status, ctype, body, responses.RETRY_AFTER if status == 503 else b"")
 
     def _respond(self, req: Request, route: CompiledRoute, value) -> None:
         """A `Response[T]`: the status and header fields its handler chose."""

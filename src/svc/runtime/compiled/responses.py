@@ -130,6 +130,11 @@ METHOD_NOT_ALLOWED = error_body("method not allowed")
 TIMED_OUT = error_body("request timed out")
 INTERNAL = error_body("internal error")
 
+#: Sent with every 503 (`busy`): the database was unavailable or rolled a clashing transaction
+#: back, so the same request may succeed; one second is long enough for a lock or a restart to
+#: pass and short enough for a client's retry loop (docs/reference/http.md).
+RETRY_AFTER = b"Retry-After: 1\r\n"
+
 
 def error_for(err: SvcError) -> tuple[int, bytes, str | None]:
     """(status, JSON body, detail for the server log or None) for an svc `Error` value."""

@@ -2,7 +2,8 @@
 
 Both backends speak in the same kinds, so one program behaves the same on SQLite and on
 PostgreSQL: a failing statement is a `database` error naming the SQL, a database that is
-gone or a server that is stopping is `busy` (503).
+gone or a server that is stopping is `busy` (503), and so is a transaction PostgreSQL rolled
+back to break a deadlock or a serialization conflict (`rolled_back_to_retry`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,31 @@ def statement_failed(exc: BaseException, sql: str) -> SvcError:
     """A statement the database refused: the database's reason and the SQL. A violated
     constraint is `conflict` or `invalid` instead (constraints.py), with both in the log."""
     detail = f"{exc} (in SQL: {shorten(sql)})"
+    if _sqlstate(exc) in _RETRY_SAFE:
+        return rolled_back_to_retry(detail)
     category = constraints.category_of(exc)
     if category is not None:
         return constraints.constraint_error(category, detail)
     return SvcError("database", detail)
+
+
+#: SQLSTATEs of a transaction the server rolled back because it clashed with another one:
+#: deadlock_detected and serialization_failure. Nothing of it was kept, so running it again
+#: is safe and will usually succeed.
+_RETRY_SAFE = ("40P01", "40001")
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    sqlstate = getattr(exc, "sqlstate", None) or getattr(exc, "pgcode", None)
+    return sqlstate if isinstance(sqlstate, str) else None
+
+
+def rolled_back_to_retry(detail: str) -> SvcError:
+    """`busy` (503 with Retry-After): the client may send the same request again, unlike a
+    `database` error (500), which would fail the same way. The database's message, which names
+    the deadlock's processes or the conflicting rows, is only logged."""
+    return SvcError("busy", "the transaction clashed with another one and was rolled back; "
+                            "retry it", detail=f"busy error: {detail}")
 
 
 #: How a several-statements error begins; the builtins add the .svc line to it.

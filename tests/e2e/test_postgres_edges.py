@@ -1,0 +1,137 @@
+"""The database's edges found by running svc on PostgreSQL for real: a deadlock or a
+serialization failure is `busy` (503 with Retry-After), since the transaction was rolled back
+and a retry is safe. Real transactions on a real (private) cluster, and a real server."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import ClassVar
+
+import msgspec
+
+from svc.runtime.db import close_all, db_begin, db_exec, db_one, db_open, db_rollback
+from svc.runtime.support import SvcError
+from tests.helpers.svc_process import start
+
+
+class Row(msgspec.Struct):
+    id: int
+    n: int
+    __svc_fields__: ClassVar = (("id", "i64", False), ("n", "i64", False))
+
+
+def _database(cluster) -> str:
+    """A new database with rows 1 and 2 of `t`, whose deadlocks are found after 100 ms."""
+    url = cluster.create_database()
+    name = url.rsplit("/", 1)[1]
+    cluster.sql(f"ALTER DATABASE {name} SET deadlock_timeout = '100ms'")
+    cluster.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, n BIGINT NOT NULL); "
+                "INSERT INTO t VALUES (1, 0), (2, 0)", database=name)
+    return url
+
+
+def _is_retry(result) -> bool:
+    return (isinstance(result, SvcError) and result.kind == "busy"
+            and result.message.endswith("retry it"))
+
+
+def test_a_deadlock_is_busy_and_the_other_transaction_goes_on(postgres_cluster):
+    """Two transactions lock rows 1 and 2 in opposite order: the server picks one to roll back."""
+    url = _database(postgres_cluster)
+
+    async def main():
+        db = await db_open(url)
+        first, second = await db_begin(db), await db_begin(db)
+        await db_exec(first, "UPDATE t SET n = n + 1 WHERE id = 1")
+        await db_exec(second, "UPDATE t SET n = n + 1 WHERE id = 2")
+        crossed = await asyncio.gather(db_exec(first, "UPDATE t SET n = n + 1 WHERE id = ?1", 2),
+                                       db_exec(second, "UPDATE t SET n = n + 1 WHERE id = ?1", 1))
+        for tx in (first, second):
+            await db_rollback(tx)
+        close_all()
+        return crossed
+
+    crossed = asyncio.run(main())
+    assert sorted(map(_is_retry, crossed)) == [False, True], crossed
+    broken = next(r for r in crossed if isinstance(r, SvcError))
+    assert "deadlock detected" in broken.detail and "UPDATE t SET" in broken.detail
+    assert "deadlock" not in broken.message  # the database's words go to the log only
+    assert 1 in crossed  # the other one's update went through
+
+
+def test_a_serialization_failure_is_busy(postgres_cluster):
+    """REPEATABLE READ: a row changed by a transaction that committed after this one's snapshot
+    cannot be updated (SQLSTATE 40001); the commit of the other one is kept."""
+    url = _database(postgres_cluster)
+
+    async def main():
+        db = await db_open(url)
+        tx = await db_begin(db)
+        await db_exec(tx, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        before = await db_one(Row, tx, "SELECT id, n FROM t WHERE id = 1")
+        await db_exec(db, "UPDATE t SET n = 10 WHERE id = 1")  # on its own, committed
+        clash = await db_exec(tx, "UPDATE t SET n = n + 1 WHERE id = 1")
+        await db_rollback(tx)
+        after = await db_one(Row, db, "SELECT id, n FROM t WHERE id = 1")
+        close_all()
+        return before.n, clash, after.n
+
+    before, clash, after = asyncio.run(main())
+    assert before == 0 and after == 10
+    assert _is_retry(clash), clash
+    assert "could not serialize access" in clash.detail
+
+
+PROGRAM = """
+class Row:
+    id: i64
+    n: i64
+
+@post("/cross/{first}/{second}")
+async def cross(db: Db, first: i64, second: i64) -> Result[unit, Error]:
+    tx = try await db_begin(db)
+    try await db_exec(tx, "UPDATE t SET n = n + 1 WHERE id = ?1", first)
+    await sleep(300)
+    try await db_exec(tx, "UPDATE t SET n = n + 1 WHERE id = ?1", second)
+    try await db_commit(tx)
+    return ok(())
+
+@get("/rows")
+async def rows(db: Db) -> Result[List[Row], Error]:
+    return await db_all[Row](db, "SELECT id, n FROM t ORDER BY id")
+
+async def main() -> Result[unit, Error]:
+    port = try parse_i64(env("SVC_PORT", "8080"))
+    db = try await db_open(env("SVC_DB", ""))
+    return await serve(db, port)
+"""
+
+
+def test_a_deadlocked_request_answers_503_with_retry_after(postgres_cluster, tmp_path):
+    url = _database(postgres_cluster)
+    program = tmp_path / "cross.svc"
+    program.write_text(PROGRAM)
+    server = start([str(program)], env={"SVC_DB": url})
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda path: server.request("POST", path),
+                                    ["/cross/1/2", "/cross/2/1"]))
+        statuses = sorted(a.status for a in answers)
+        assert statuses == [204, 503], [(a.status, a.body) for a in answers]
+        refused = next(a for a in answers if a.status == 503)
+        assert refused.headers["retry-after"] == "1"
+        assert refused.json() == {
+            "error": "the transaction clashed with another one and was rolled back; retry it"}
+        assert "retry-after" not in next(a for a in answers if a.status == 204).headers
+        # the retry the answer invites succeeds: only the first, committed, counted meanwhile
+        assert server.request("POST", refused_path(answers)).status == 204
+        assert server.request("GET", "/rows").json() == [{"id": 1, "n": 2}, {"id": 2, "n": 2}]
+        log = server.log(until="deadlock detected")
+        assert "busy error: deadlock detected" in log and "Traceback" not in log, log
+    finally:
+        assert server.stop() == 0
+
+
+def refused_path(answers) -> str:
+    return "/cross/1/2" if answers[0].status == 503 else "/cross/2/1"
