@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import msgspec
 
-from svc.runtime.db import close_all, db_begin, db_exec, db_one, db_open, db_rollback
+from svc.runtime.db import close_all, db_all, db_begin, db_exec, db_one, db_open, db_rollback
 from svc.runtime.support import SvcError
 from tests.helpers.svc_process import start
 
@@ -135,3 +135,70 @@ def test_a_deadlocked_request_answers_503_with_retry_after(postgres_cluster, tmp
 
 def refused_path(answers) -> str:
     return "/cross/1/2" if answers[0].status == 503 else "/cross/2/1"
+
+
+# --- typed parameters: the same SQL on both databases ---------------------------------------
+
+class Named(msgspec.Struct):
+    id: int
+    name: str | None
+    __svc_fields__: ClassVar = (("id", "i64", False), ("name", "str", True))
+
+
+OPTIONAL_FILTERS = [
+    ("SELECT id, name FROM t WHERE ?1 IS NULL OR id = ?1 ORDER BY id", (2,), [2]),
+    ("SELECT id, name FROM t WHERE ?1 IS NULL OR id = ?1 ORDER BY id", (None,), [1, 2]),
+    ("SELECT id, name FROM t WHERE ?1 IS NULL OR name = ?1 ORDER BY id", ("b",), [2]),
+    ("SELECT id, name FROM t WHERE ?1 IS NULL OR name = ?1 ORDER BY id", (None,), [1, 2]),
+    ("SELECT id, name FROM t WHERE (?1 IS NULL OR ?1 < 1.5) AND (?2 IS NULL OR id = ?2) "
+     "ORDER BY id", (1.0, None), [1, 2]),
+    ("SELECT id, name FROM t WHERE (?1 IS NULL OR ?1 < 1.5) AND (?2 IS NULL OR id = ?2) "
+     "ORDER BY id", (None, 2), [2]),
+    ("SELECT id, name FROM t WHERE ?2 = id OR ?1 ORDER BY id", (True, 1), [1, 2]),
+    ("SELECT id, name FROM t WHERE ?2 = id OR ?1 ORDER BY id", (False, 1), [1]),
+    ("SELECT id, name FROM t WHERE ?1 IS NOT NULL AND length(?1) = 2 ORDER BY id", (b"xy",),
+     [1, 2]),
+]
+
+
+def test_optional_filters_run_alike_on_both_databases(postgres_cluster, tmp_path):
+    """`?1 IS NULL OR col = ?1` given a value and None: PostgreSQL could not tell the type of
+    `$1` before svc sent it; both databases now give the same rows. The same statement with
+    a value and with None, on the same connection, are kept apart."""
+    pg_url = postgres_cluster.create_database()
+
+    async def rows_on(url: str):
+        db = await db_open(url)
+        await db_exec(db, "CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT)")
+        await db_exec(db, "INSERT INTO t (id, name) VALUES (?1, ?2), (?3, ?4)", 1, None, 2, "b")
+        found = []
+        for sql, args, _expected in OPTIONAL_FILTERS:
+            rows = await db_all(Named, db, sql, *args)
+            found.append(rows if isinstance(rows, SvcError) else [r.id for r in rows])
+        name = await db_one(Named, db, "SELECT id, name FROM t WHERE id = ?1", 1)
+        return found, name
+
+    async def main():
+        on_sqlite = await rows_on(str(tmp_path / "edges.sqlite"))
+        on_postgres = await rows_on(pg_url)
+        close_all()
+        return on_sqlite, on_postgres
+
+    (sqlite_rows, sqlite_one), (pg_rows, pg_one) = asyncio.run(main())
+    expected = [rows for _sql, _args, rows in OPTIONAL_FILTERS]
+    assert sqlite_rows == expected
+    assert pg_rows == expected
+    assert sqlite_one.name is None and pg_one.name is None  # None inserted as NULL on both
+
+
+def test_a_missing_argument_is_still_a_database_error_on_postgresql(postgres_cluster):
+    url = postgres_cluster.create_database()
+
+    async def main():
+        db = await db_open(url)
+        wrong = await db_all(Named, db, "SELECT ?1 AS id, ?2 AS name", 1)
+        close_all()
+        return wrong
+
+    wrong = asyncio.run(main())
+    assert isinstance(wrong, SvcError) and wrong.kind == "database", wrong

@@ -1,6 +1,7 @@
 """PostgreSQL through asyncpg: a `Db` backed by a pool of connections, used on the event loop.
 
-Programs are written once: the same `?1`/`?` placeholders (rewritten to `$n`, sql_text.py),
+Programs are written once: the same `?1`/`?` placeholders (rewritten to `$n` cast to the
+type of the value sent, a `None` to `NULL`, sql_text.py),
 the same row mapping (rows.py) and the same error kinds as SQLite. Choices made here:
 
 - The pool (pg_pool.py) holds at most `SVC_DB_POOL_SIZE` connections (default 10), made as
@@ -296,11 +297,11 @@ def _prepare(op: str, sql: str, args: tuple):
     """(the text to send, its arguments), or the error of a call that sends nothing."""
     if op is SCRIPT:  # a migration step: the simple protocol runs several statements
         return sql, ()
-    text, statements = sql_text.for_postgres(sql)
-    if statements > 1:
-        return several_statements(sql)
     if memoryview in map(type, args):
         args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
+    text, statements, args = sql_text.typed_for_postgres(sql, args)
+    if statements > 1:
+        return several_statements(sql)
     return text, args
 
 

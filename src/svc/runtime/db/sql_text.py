@@ -5,30 +5,63 @@ database, so the text is rewritten for PostgreSQL. Only a `?` outside string lit
 identifiers, dollar-quoted strings and comments is a placeholder, and only a `;` there ends a
 statement, so one scan answers both: the rewritten text and how many statements it holds.
 (A bare `?` is numbered one past the highest number so far, as SQLite numbers it.)
+
+PostgreSQL must also know each parameter's type, and cannot always tell it from the text
+(`?1 IS NULL OR id = ?1`), while SQLite never asks. So the rewritten text casts each
+placeholder to the type of the value svc sends (`$1::bigint`), and a `None` becomes the literal
+`NULL`, which takes its type from where it stands, as a missing value does on SQLite
+(`typed_for_postgres`). The texts are kept by SQL and argument types, so a statement is
+rewritten (and prepared) once per combination, not per call.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
-#: Rewritten texts by original; bounded by the program's distinct SQL texts, and cleared
-#: when a program that builds its SQL at run time makes it grow past this.
+#: Rewritten texts by original and argument types; bounded by the program's distinct SQL
+#: texts, and cleared when a program that builds its SQL at run time makes it grow past this.
 _CACHE_LIMIT = 4096
-_cache: dict[str, tuple[str, int]] = {}
+
+#: PostgreSQL's type for each kind of value an svc argument is (i64, str, f64, bool, bytes).
+_POSTGRES_TYPES: dict[type, str] = {int: "bigint", str: "text", float: "double precision",
+                                    bool: "boolean", bytes: "bytea"}
+_typed: dict[tuple, tuple[str, int, tuple[int, ...]]] = {}
 
 
-def for_postgres(sql: str) -> tuple[str, int]:
-    """(the text with `$n` placeholders, the number of statements in it)."""
-    found = _cache.get(sql)
+def typed_for_postgres(sql: str, args: tuple) -> tuple[str, int, tuple]:
+    """(the text with typed `$n` placeholders, the number of statements, the arguments to
+    send): `None` arguments are written as `NULL` and not sent, the others renumbered."""
+    key = (sql, *map(type, args))
+    found = _typed.get(key)
     if found is None:
-        if len(_cache) >= _CACHE_LIMIT:
-            _cache.clear()
-        found = _cache[sql] = _scan(sql)
-    return found
+        if len(_typed) >= _CACHE_LIMIT:
+            _typed.clear()
+        found = _typed[key] = _typed_text(sql, args)
+    text, statements, kept = found
+    if len(kept) != len(args):
+        args = tuple([args[i] for i in kept])
+    return text, statements, args
 
 
-def _scan(sql: str) -> tuple[str, int]:
+def _typed_text(sql: str, args: tuple) -> tuple[str, int, tuple[int, ...]]:
+    kept = tuple(i for i, arg in enumerate(args) if arg is not None)
+    number = {i + 1: n + 1 for n, i in enumerate(kept)}
+
+    def placeholder(n: int) -> str:
+        if n > len(args):  # no such argument: numbered past the sent ones, as the server
+            return f"${len(kept) + n - len(args)}"  # then reports the count
+        if args[n - 1] is None:
+            return "NULL"
+        cast = _POSTGRES_TYPES.get(type(args[n - 1]))
+        return f"${number[n]}::{cast}" if cast else f"${number[n]}"
+
+    text, statements = _scan(sql, placeholder)
+    return text, statements, kept
+
+
+def _scan(sql: str, placeholder: Callable[[int], str] | None = None) -> tuple[str, int]:
     out: list[str] = []
     statements = 0
     has_text = False  # the current statement holds something besides blanks and comments
@@ -49,7 +82,7 @@ def _scan(sql: str) -> tuple[str, int]:
                 j += 1
             number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
             highest = max(highest, number)
-            out.append(f"${number}")
+            out.append(f"${number}" if placeholder is None else placeholder(number))
             has_text = True
             i = j
             continue
