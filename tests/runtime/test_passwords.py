@@ -1,7 +1,7 @@
 """hash_password / verify_password (svc.runtime.passwords): the hash format, verification with
 the parameters a hash names, the refusals of stored texts that are not such hashes, and the
 thread pool the work runs on. The end-to-end test (a server answering /health while logins
-hash) is tests/e2e/test_passwords.py."""
+hash) is tests/e2e/test_password_logins.py."""
 
 from __future__ import annotations
 
