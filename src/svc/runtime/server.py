@@ -19,7 +19,7 @@ from typing import Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Route
 from svc.process import close_databases, stop_on_signals
-from svc.runtime import builtin_routes, passwords, workers
+from svc.runtime import builtin_routes, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
 from svc.runtime.serverlog import ServerLog
@@ -118,6 +118,15 @@ def settle_collector() -> None:
     gc.set_threshold(max(GEN0_THRESHOLD, gen0), gen1, gen2)
 
 
+def stop_password_threads() -> None:
+    """Shut down the password hashing pool if the program uses one: svc.runtime.passwords is
+    imported by programs that call hash_password or verify_password, and only by them, so a
+    server that never hashes neither loads nor stops it (as process.database_module does)."""
+    passwords = sys.modules.get("svc.runtime.passwords")
+    if passwords is not None:
+        passwords.shut_down_pool()
+
+
 def wait_seconds_from_env() -> int | SvcError:
     raw = os.environ.get(WAIT_VARIABLE)
     if raw is None:
@@ -168,7 +177,7 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
     app.sweeper.stop()
     app.log.flush()
     try:
-        passwords.shut_down_pool()
+        stop_password_threads()
         close_databases()
     finally:
         sys.stdout.flush()
