@@ -7,6 +7,7 @@ ListOf(I64)`. `format_type` spells a type the way the user writes it, for diagno
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 
 @dataclass(frozen=True)
@@ -143,40 +144,44 @@ def is_scalar_or_optional(t: Type) -> bool:
     return t in SCALARS or (isinstance(t, Opt) and t.inner in SCALARS)
 
 
+def _held(t: Type) -> Type | None:
+    """The one type a container type holds (a List's element, a `T?`'s value, a Map's value,
+    a Result's ok type), or None for any other type."""
+    if isinstance(t, ListOf):
+        return t.elem
+    if isinstance(t, Opt):
+        return t.inner
+    if isinstance(t, MapOf):
+        return t.value
+    if isinstance(t, ResultOf):
+        return t.ok
+    return None
+
+
+def _occurs(t: Type, is_it: Callable[[Type], bool]) -> bool:
+    """Whether `t`, or a type it holds at any depth of containers, `is_it`."""
+    current: Type | None = t
+    while current is not None:
+        if is_it(current):
+            return True
+        current = _held(current)
+    return False
+
+
 def contains_view(t: Type) -> bool:
     """Whether a `view[...]` occurs anywhere in `t` (it may not be stored, listed or returned)."""
-    if isinstance(t, View):
-        return True
-    if isinstance(t, MapOf):
-        return contains_view(t.value)
-    if isinstance(t, (ListOf, Opt)):
-        return contains_view(t.elem if isinstance(t, ListOf) else t.inner)
-    if isinstance(t, ResultOf):
-        return contains_view(t.ok)
-    return False
+    return _occurs(t, lambda u: isinstance(u, View))
 
 
 def contains_tx(t: Type) -> bool:
     """Whether a `Tx` occurs anywhere in `t` (like a view, it may not be stored or returned)."""
-    if isinstance(t, MapOf):
-        return contains_tx(t.value)
-    if isinstance(t, (ListOf, Opt)):
-        return contains_tx(t.elem if isinstance(t, ListOf) else t.inner)
-    if isinstance(t, ResultOf):
-        return contains_tx(t.ok)
-    return t == TX
+    return _occurs(t, lambda u: u == TX)
 
 
 def contains_headers(t: Type) -> bool:
     """Whether a `Headers` occurs anywhere in `t` (like a view, it may not be stored, listed
     or returned: it is the request's, and lives as long as the handler)."""
-    if isinstance(t, MapOf):
-        return contains_headers(t.value)
-    if isinstance(t, (ListOf, Opt)):
-        return contains_headers(t.elem if isinstance(t, ListOf) else t.inner)
-    if isinstance(t, ResultOf):
-        return contains_headers(t.ok)
-    return t == HEADERS
+    return _occurs(t, lambda u: u == HEADERS)
 
 
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:
