@@ -114,6 +114,52 @@ class Route:
 RESPONSE_KINDS = frozenset({ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML,
                             ResultKind.RESPONSE_UNIT})
 
+# --- work outside requests: durable jobs and schedules ----------------------------------------
+
+#: A job's defaults when its @job attribute does not say (docs/reference/language.md, jobs).
+JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS = 5, 1_000, 60_000
+#: A scheduled run's deadline when its @every/@cron attribute does not say.
+SCHEDULE_DEADLINE_MS = 60_000
+#: The bounds the compiler holds attributes to.
+MAX_ATTEMPTS, MIN_PERIOD_MS, MAX_DURATION_MS = 1_000, 1_000, 7 * 86_400_000
+#: A job's name: what `enqueue` writes into the database and a runner looks up.
+JOB_NAME = re.compile(r"[a-z][a-z0-9_.\-]{0,99}\Z")
+_DURATION = re.compile(r"([0-9]{1,9})(ms|s|m|h|d)\Z")
+_UNIT_MS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str) -> int | None:
+    """`"500ms"`, `"30s"`, `"5m"`, `"1h"`, `"1d"` in milliseconds; None for any other text."""
+    match = _DURATION.match(text)
+    return int(match.group(1)) * _UNIT_MS[match.group(2)] if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A `@job` handler as the runner runs it: `handler(db, payload)`, the payload decoded from
+    its JSON text into `payload`; up to `attempts` runs, `backoff_ms` doubled after each failure,
+    each run cancelled after `deadline_ms`. Generated code builds these (`_svc_JOBS`)."""
+
+    name: str
+    handler: Callable[..., Any]
+    payload: Any
+    attempts: int = JOB_ATTEMPTS
+    backoff_ms: int = JOB_BACKOFF_MS
+    deadline_ms: int = JOB_DEADLINE_MS
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """An `@every` or `@cron` function: `handler(db)` once per period across every process
+    sharing the database. `every_ms` is the period of @every (0 for @cron); `cron` the
+    expression of @cron ("" for @every)."""
+
+    name: str
+    handler: Callable[..., Any]
+    every_ms: int = 0
+    cron: str = ""
+    deadline_ms: int = SCHEDULE_DEADLINE_MS
+
 # --- statuses and header fields a handler may set ------------------------------------------------
 
 #: The statuses `respond` takes (a literal outside is a compile error, a computed one a fault).

@@ -39,9 +39,11 @@ ELEMENT = "element"  # a value of the element type of the first argument (`appen
 ANY = "any"  # any value type (not a view)
 JSON = "json"  # a JSON-encodable value
 TEXT = "text"  # str, bytes or view[bytes] (`json_decode`)
-DB_ARG = "db_arg"  # scalar or T? of a scalar, or view[bytes]: a SQL argument
+DB_ARG = "db_arg"  # a SQL argument: scalar, T? of one, view[bytes], a List (svctypes.is_db_list)
 DB_OR_TX = "db_or_tx"  # a Db, or a Tx (the statement runs inside that transaction)
 LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
+LITERAL_JOB = "literal_job"  # a str literal naming a @job of the program (`enqueue`)
+JOB_PAYLOAD = "job_payload"  # a value of that job's payload class (`enqueue`)
 LITERAL_PATTERN = "literal_pattern"  # a str literal holding a valid regex (`matches`, ...)
 OK_VALUE = "ok_value"  # the T of the Result type taken from the context (`ok`)
 SAME_AS_FIRST = "same_as_first"  # a value of the first argument's type (`assert_eq`)
@@ -100,6 +102,8 @@ ABS_BY_TYPE = SpecialForm("abs_by_type")  # abs(x): stdlib abs64, abs32 or absf,
 WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes);
 #                                            test_request(...): test_client.test_request(..., routes)
 HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
+ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue(db, "name",
+#                                           p, the job's attempts, its deadline in ms)
 
 Lowering = Union[RuntimeCall, SpecialForm]
 
@@ -352,6 +356,11 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async db_migrate(db: Db, steps: List[str]) -> Result[i64, Error]", (DB, ListOf(STR)),
        ResultOf(I64), "db.db_migrate", "Applies the steps not yet applied, in order, each in a "
        "transaction; how many it applied.", errors=DATABASE_ERRORS),
+    # durable jobs (runtime/jobs.py)
+    _b("async enqueue(db: Db, job: str, payload: C) -> Result[i64, Error]",
+       (DB_OR_TX, LITERAL_JOB, JOB_PAYLOAD), ResultOf(I64), ENQUEUE_JOB,
+       "Queues a run of the @job named by the literal job with payload (its class), in the "
+       "transaction when db is a Tx; the job's id.", errors=DATABASE_ERRORS),
     # server
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),
        WITH_ROUTES, "Serves the program's routes over HTTP on 127.0.0.1:port until stopped.",

@@ -71,6 +71,31 @@ class RouteInfo:
     span: Span
 
 
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A `@job("name")` handler as the checker builds it (check/background.py): the job's name,
+    the svc function, its payload's type and the attribute's options, durations in ms."""
+
+    name: str
+    handler: str
+    payload: Type
+    attempts: int
+    backoff_ms: int
+    deadline_ms: int
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """An `@every("5m")` or `@cron("0 3 * * *")` function (check/background.py)."""
+
+    handler: str
+    every_ms: int  # 0 for @cron
+    cron: str  # "" for @every
+    deadline_ms: int
+    span: Span
+
+
 @dataclass
 class CheckedProgram:
     entry: str  # the entry file's path
@@ -83,6 +108,8 @@ class CheckedProgram:
     constants: dict[str, ConstInfo] = field(default_factory=dict)  # declaration order
     enums: dict[str, syntax.EnumDef] = field(default_factory=dict)  # declaration order
     routes: list[RouteInfo] = field(default_factory=list)
+    jobs: dict[str, JobInfo] = field(default_factory=dict)  # by job name
+    schedules: list[ScheduleInfo] = field(default_factory=list)
     main: Optional[FunctionInfo] = None
     # For editors: each name use's span -> the span of the name it refers to (a local,
     # parameter, function, class, field or imported name), recorded by the checker as it

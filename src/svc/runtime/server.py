@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import gc
 import os
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Route
+from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Job, Route, Schedule
 from svc.process import close_databases, stop_on_signals
 from svc.runtime import builtin_routes, workers
 from svc.runtime.compiled.connection import App, Connection
@@ -25,6 +26,9 @@ from svc.runtime.compiled.routing import Router
 from svc.runtime.serverlog import ServerLog
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import watch_loop
+
+if TYPE_CHECKING:
+    from svc.runtime.background import Background
 
 WAIT_VARIABLE = "SVC_HTTP_REQUEST_WAIT_SECONDS"
 #: Requests in flight at shutdown get their processing limit and a little more; then the
@@ -39,8 +43,10 @@ SHUTDOWN_TICK = 0.02
 GEN0_THRESHOLD = 20_000
 
 
-async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
-    """Serve `routes` (plus /health, /stream, /ws) on 127.0.0.1:port until SIGINT/SIGTERM.
+async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None = None,
+                schedules: list[Schedule] | None = None) -> None | SvcError:
+    """Serve `routes` (plus /health, /stream, /ws) on 127.0.0.1:port until SIGINT/SIGTERM,
+    and run the program's `jobs` and `schedules` (svc.runtime.background) meanwhile.
 
     With `SVC_WORKERS` above 1 this process becomes the supervisor of that many worker
     processes (svc.runtime.workers), each serving through `serve_worker`; unset or 1, it
@@ -54,20 +60,24 @@ async def serve(db: Any, port: int, routes: list[Route]) -> None | SvcError:
             wait = wait_seconds_from_env()  # refused once, by the supervisor, not per worker
             if isinstance(wait, SvcError):
                 return wait
-            return await workers.supervise(db, port, routes, count, serve_worker)
+            worker = functools.partial(serve_worker, jobs=jobs or [], schedules=schedules or [])
+            return await workers.supervise(db, port, routes, count, worker)
     with watch_loop(asyncio.get_running_loop()):
-        return await _serve(db, port, routes)
+        return await _serve(db, port, routes, jobs or [], schedules or [])
 
 
 async def serve_worker(db: Any, listener: socket.socket, routes: list[Route],
-                       ready: Callable[[], None]) -> None | SvcError:
+                       ready: Callable[[], None], jobs: list[Job] | None = None,
+                       schedules: list[Schedule] | None = None) -> None | SvcError:
     """One worker process of several: serve on the `listener` the supervisor made, and call
     `ready()` where a single server prints its listening line (the supervisor prints it once)."""
     with watch_loop(asyncio.get_running_loop()):
-        return await _serve(db, listener.getsockname()[1], routes, listener, ready)
+        return await _serve(db, listener.getsockname()[1], routes, jobs or [], schedules or [],
+                            listener, ready)
 
 
-async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socket | None = None,
+async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
+                 schedules: list[Schedule], listener: socket.socket | None = None,
                  ready: Callable[[], None] | None = None) -> None | SvcError:
     wait = wait_seconds_from_env()
     if isinstance(wait, SvcError):
@@ -91,6 +101,15 @@ async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socke
             return SvcError("invalid", f"port {port} is already in use")
         return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     bound = server.sockets[0].getsockname()[1]
+    background: Background | None = None
+    if jobs or schedules:  # imported only by programs that have them
+        from svc.runtime.background import start_background
+
+        started = await start_background(db, jobs, schedules, log)
+        if isinstance(started, SvcError):
+            server.close()
+            return started
+        background = started
     app.sweeper.start()
     stop = asyncio.Event()
     # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
@@ -103,7 +122,7 @@ async def _serve(db: Any, port: int, routes: list[Route], listener: socket.socke
         try:
             await stop.wait()
         finally:
-            await shut_down(app, server)
+            await shut_down(app, server, background=background)
     return None
 
 
@@ -153,9 +172,10 @@ def raise_open_file_limit() -> None:
 
 
 async def shut_down(app: App, server: asyncio.AbstractServer | None,
-                    grace: float = SHUTDOWN_GRACE) -> None:
-    """Stop accepting, let requests in flight finish (bounded by `grace`), stop the password
-    hashing threads, close the db.
+                    grace: float = SHUTDOWN_GRACE, background: Background | None = None) -> None:
+    """Stop accepting, let requests in flight finish (bounded by `grace`), let running jobs and
+    scheduled runs finish (bounded by `grace` again; unfinished jobs go back to the queue), stop
+    the password hashing threads, close the db.
 
     Idle connections close at once, so with nothing in flight this returns as soon as their
     close is through: it waits on `app.all_closed`, not on a polling timer.
@@ -174,6 +194,8 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
     for conn in list(app.connections):
         if conn.transport is not None:
             conn.transport.abort()
+    if background is not None:
+        await background.stop(grace)
     app.sweeper.stop()
     app.log.flush()
     try:

@@ -342,6 +342,11 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, want, what)
         if spec == B.LITERAL_PATH:
             return self.include_text(call, arg)
+        if spec == B.LITERAL_JOB:
+            return self.job_name(arg)
+        if spec == B.JOB_PAYLOAD:
+            job = self.ctx.program.jobs.get(getattr(call.args[1], "value", ""))
+            return self.expect(arg, job.payload if job is not None else UNKNOWN, what)
         if spec == B.LITERAL_PATTERN:
             return regex_patterns.pattern_argument(self, call, arg)
         t = self.expr(arg, self.literal_hint(call, b, i, spec))
@@ -391,6 +396,19 @@ class CallChecker(ExpressionChecker):
         if kind == B.DB_OR_TX:
             return t in (DB, TX)
         return t != NONE  # ANY
+
+    def job_name(self, arg: syntax.Expr) -> Type:
+        """`enqueue`'s job: a string literal naming a `@job` of the program, so a typo is a
+        compile error and the payload is checked against that job's class."""
+        self.expr(arg)
+        jobs = self.ctx.program.jobs
+        if not isinstance(arg, syntax.StrLit):
+            self.error("the job of enqueue must be a string literal naming a @job", arg.span)
+        elif arg.value not in jobs:
+            known = ", ".join(f"'{name}'" for name in jobs) or "none"
+            self.error(f"no @job named '{arg.value}' (the program's jobs: {known})"
+                       f"{suggest(arg.value, list(jobs))}", arg.span)
+        return STR
 
     def include_text(self, call: syntax.Call, arg: syntax.Expr) -> Type:
         """Read the named file (relative to this source file) now and embed its text."""

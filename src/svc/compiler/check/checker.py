@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from svc.compiler.check.background import build_background
 from svc.compiler.check import generics
 from svc.compiler.check import http_types as check_http
 from svc.compiler.check.body import BodyChecker
@@ -83,6 +84,10 @@ class Checker:
                 self.ctx.program.functions[name] = self.resolve_function(d.decl, d.file)
         check_constants(self.ctx)
         self.check_main()
+        # Before the bodies: `enqueue` calls are checked against the job table.
+        program = self.ctx.program
+        program.jobs, program.schedules = build_background(program.functions.values(),
+                                                           self.ctx.diagnostics)
         for info in self.ctx.program.functions.values():
             BodyChecker(self.ctx, info).check()
 

@@ -20,14 +20,17 @@ from typing import Callable, Protocol
 
 from svc.compiler import builtin_table as B
 from svc.compiler import svctypes as T
-from svc.compiler.codegen.pyast import ROUTES, CodegenError
+from svc.compiler.codegen.pyast import JOBS, ROUTES, SCHEDULES, CodegenError
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import name as _name
 from svc.compiler.front import syntax
+from svc.compiler.program import CheckedProgram
 
 
 class Generator(Protocol):
     """What lowering a builtin call needs from the module being generated."""
+
+    program: CheckedProgram
 
     def expr(self, e: syntax.Expr) -> ast.expr: ...
 
@@ -117,9 +120,21 @@ _ROUTE_USERS = {"serve": ("server", "serve"), "test_request": ("test_client", "t
 
 
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
-    """`serve(db, port)` and `test_request(...)` also get the entry module's route list."""
+    """`serve(db, port)` and `test_request(...)` also get the entry module's route list;
+    `serve` its job and schedule tables too."""
     module, function = _ROUTE_USERS[e.target or ""]
-    return _call(gen.runtime(module, function), args + [_name(ROUTES)])
+    tables = [ROUTES, JOBS, SCHEDULES] if e.target == "serve" else [ROUTES]
+    return _call(gen.runtime(module, function), args + [_name(t) for t in tables])
+
+
+def _enqueue_job(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
+    """`enqueue(db, "name", payload)`: the job's attempts and deadline go with the row, so any
+    runner (of any version of the program) knows them."""
+    job = gen.program.jobs.get(getattr(e.args[1], "value", ""))
+    if job is None:
+        raise CodegenError("enqueue of a job the checker did not find")
+    return _call(gen.runtime("jobs", "enqueue"),
+                 args + [ast.Constant(job.attempts), ast.Constant(job.deadline_ms)])
 
 
 def _header_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
@@ -139,4 +154,5 @@ SPECIAL_FORMS: dict[B.SpecialForm,
     B.ABS_BY_TYPE: _abs_by_type,
     B.WITH_ROUTES: _with_routes,
     B.HEADER_BY_TYPE: _header_by_type,
+    B.ENQUEUE_JOB: _enqueue_job,
 }

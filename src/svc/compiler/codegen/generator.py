@@ -24,8 +24,10 @@ import ast
 import copy
 import keyword
 
-from svc.compiler.codegen import builtin_calls, route_table
-from svc.compiler.codegen.pyast import PREFIX, ROUTES, TX_SCOPE, CodegenError, field_name, type_of
+from svc.compiler.codegen import background_table, builtin_calls, route_table
+from svc.compiler.codegen.pyast import (
+    JOBS, PREFIX, ROUTES, SCHEDULES, TX_SCOPE, CodegenError, field_name, type_of,
+)
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import located as _located
 from svc.compiler.codegen.pyast import name as _name
@@ -148,6 +150,7 @@ class _ModuleGen:
         body += self.constants_and_enums()
         if self.is_entry:
             body.append(self.route_list())
+            body += self.background_lists()
         head = self.imports()
         mod = ast.Module(body=head + body, type_ignores=[])
         first = self.module.items[0].span if self.module.items else None
@@ -472,6 +475,23 @@ class _ModuleGen:
         if routes:
             return _located(node, routes[-1].span)
         return node  # fix_missing_locations places it after the last definition
+
+    def background_lists(self) -> list[ast.stmt]:
+        """`_svc_JOBS` and `_svc_SCHEDULES`: what `serve` runs outside requests."""
+        jobs = list(self.program.jobs.values())
+        schedules = self.program.schedules
+        job_list = background_table.job_entries(jobs, global_name, self.type_value,
+                                                self.contract_name)
+        schedule_list = background_table.schedule_entries(schedules, global_name,
+                                                          self.contract_name)
+        out: list[ast.stmt] = []
+        for name, entries, spans in ((JOBS, job_list, [j.span for j in jobs]),
+                                     (SCHEDULES, schedule_list, [s.span for s in schedules])):
+            for entry, span in zip(entries, spans):
+                _located(entry, span)
+            node = ast.Assign(targets=[_store(name)], value=ast.List(elts=entries, ctx=ast.Load()))
+            out.append(_located(node, spans[-1]) if spans else node)
+        return out
 
     def handler_name(self, function: str) -> str:
         """The Python function a route calls: the plain-def twin when there is one."""

@@ -16,6 +16,9 @@ PREFIX = "_svc_"
 
 #: The entry module's route list, which `serve` receives.
 ROUTES = PREFIX + "ROUTES"
+#: The entry module's job and schedule tables (codegen/background_table.py).
+JOBS = PREFIX + "JOBS"
+SCHEDULES = PREFIX + "SCHEDULES"
 
 #: A function's list of the transactions it began (`db_begin` adds to it); they end with it.
 TX_SCOPE = PREFIX + "txs"

@@ -18,6 +18,9 @@ from svc.compiler.source import SourceFile, Span
 from svc.contract import RECURSION_LIMIT
 
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
+#: The attributes of functions run outside requests (durable jobs and schedules).
+BACKGROUND_KINDS = ("job", "every", "cron")
+ATTRIBUTES_TEXT = "@get, @post, @put, @delete, @job, @every or @cron"
 MAX_BLOCKS = 100
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")
@@ -202,44 +205,88 @@ class Parser(ExpressionParser):
         return syntax.Field(self.span_from(name), name.text, annotation)
 
     def routed_function(self) -> syntax.FunctionDef | syntax.ClassDef:
+        """A function under attributes: route attributes, or a background one (@job, @every,
+        @cron); which may go together is the checker's rule (check/background.py)."""
         routes: list[syntax.RouteAttr] = []
+        background: list[syntax.BackgroundAttr] = []
         attrs: list[Token] = []
         while self.at("@"):
             attrs.append(self.tok)
-            routes.append(self.route_attr())
+            if self.peek().kind == "name" and self.peek().value in BACKGROUND_KINDS:
+                background.append(self.background_attr())
+            else:
+                routes.append(self.route_attr())
             self.end_of_line()
         if self.at("def") or self.at("class"):
             # Not a handler: report once, at the attribute, and keep the declaration.
-            self.report(f"a route attribute must be directly above an 'async def', not a "
+            self.report(f"an attribute must be directly above an 'async def', not a "
                         f"'{self.tok.kind}'", attrs[0].span)
             return self.class_def() if self.at("class") else self.function()
         if not self.at("async"):
-            raise self.fail(f"expected 'async def' after the route attribute, found "
+            raise self.fail(f"expected 'async def' after the attribute, found "
                             f"{self.tok.describe()}")
         function = self.function()
         function.routes = routes
+        function.background = background
         return function
 
     def route_attr(self) -> syntax.RouteAttr:
         start = self.advance()
-        name = self.expect("name", "a route method after '@' (get, post, put or delete)")
+        name = self.expect("name", f"an attribute name after '@' ({ATTRIBUTES_TEXT})")
         if name.value not in ROUTE_METHODS:
-            raise self.fail(f"unknown attribute '@{name.value}' (expected @get, @post, @put "
-                            "or @delete)", name.span)
-        self.expect("(", f"'(' and a path after '@{name.value}'")
-        if not self.at("str"):
-            if self.at(")"):
-                raise self.fail(f"@{name.value} needs a path: @{name.value}(\"/path\")")
-            raise self.fail(f"the argument of @{name.value} must be a string literal, found "
-                            f"{self.tok.describe()}")
-        path = self.advance()
-        if self.at(",") and self.peek().kind == ")":  # a trailing comma, allowed as in any call
-            self.advance()
-        if not self.at(")"):
-            raise self.fail(f"@{name.value} takes exactly one string literal argument")
-        self.advance()
+            raise self.fail(f"unknown attribute '@{name.value}' (expected {ATTRIBUTES_TEXT})",
+                            name.span)
+        path, _ = self.attr_arguments(name.text, "a path", "/path", options=False)
         return syntax.RouteAttr(self.span_from(start), ROUTE_METHODS[name.value], path.text,
                                 path.span)
+
+    def background_attr(self) -> syntax.BackgroundAttr:
+        start = self.advance()
+        name = self.advance()
+        what, example = {"job": ("a job name", "send_email"), "every": ("a period", "5m"),
+                         "cron": ("a cron expression", "0 3 * * *")}[name.text]
+        text, options = self.attr_arguments(name.text, what, example)
+        return syntax.BackgroundAttr(self.span_from(start), name.text, text.text, text.span,
+                                     options)
+
+    def attr_arguments(self, attr: str, what: str, example: str,
+                       options: bool = True) -> tuple[Token, list[syntax.AttrOption]]:
+        """`("text", name=literal, ...)` after an attribute's name: the string literal and the
+        options (each an integer or string literal), which a route attribute does not take."""
+        self.expect("(", f"'(' and {what} after '@{attr}'")
+        if not self.at("str"):
+            if self.at(")"):
+                raise self.fail(f"@{attr} needs {what}: @{attr}(\"{example}\")")
+            raise self.fail(f"the argument of @{attr} must be a string literal, found "
+                            f"{self.tok.describe()}")
+        text = self.advance()
+        found: list[syntax.AttrOption] = []
+        while self.at(","):
+            if self.peek().kind == ")":  # a trailing comma, allowed as in any call
+                self.advance()
+                break
+            if not options:
+                raise self.fail(f"@{attr} takes exactly one string literal argument")
+            self.advance()
+            found.append(self.attr_option(attr))
+        if not self.at(")"):
+            raise self.fail(f"expected ',' or ')' in the arguments of @{attr}, found "
+                            f"{self.tok.describe()}")
+        self.advance()
+        return text, found
+
+    def attr_option(self, attr: str) -> syntax.AttrOption:
+        if not (self.at("name") and self.peek().kind == "="):
+            raise self.fail(f"after its first argument, @{attr} takes only options "
+                            f"'name=value', found {self.tok.describe()}")
+        name = self.advance()
+        self.advance()
+        if not (self.at("int") or self.at("str")):
+            raise self.fail(f"the value of option '{name.text}' of @{attr} must be an integer "
+                            f"or string literal, found {self.tok.describe()}")
+        value = self.advance()
+        return syntax.AttrOption(self.span_from(name), name.text, value.value,  # type: ignore[arg-type]
+                                 value.span)
 
     def function(self) -> syntax.FunctionDef:
         start = self.tok

@@ -353,6 +353,27 @@ class RouteAttr(Node):
 
 
 @dataclass(eq=False)
+class AttrOption(Node):
+    """`attempts=5` or `deadline="30s"` after the first argument of a background attribute."""
+
+    name: str
+    value: int | str
+    value_span: Span
+
+
+@dataclass(eq=False)
+class BackgroundAttr(Node):
+    """`@job("send_email", attempts=5)`, `@every("5m")` or `@cron("0 3 * * *")`: a function
+    the server runs outside requests. `kind` is "job", "every" or "cron"; `text` is the job's
+    name, the period or the cron expression."""
+
+    kind: str
+    text: str
+    text_span: Span
+    options: list[AttrOption] = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class FunctionDef(Node):
     name: str
     name_span: Span
@@ -361,6 +382,7 @@ class FunctionDef(Node):
     body: list[Stmt]
     is_async: bool
     routes: list[RouteAttr] = field(default_factory=list)
+    background: list[BackgroundAttr] = field(default_factory=list)
 
 
 @dataclass(eq=False)

@@ -54,7 +54,7 @@ async def db_migrate(db: Db, steps: list[str]) -> int | SvcError:
     hashes = [step_hash(step) for step in steps]
     applied = 0
     while True:
-        tx = await _begin_locked(db)
+        tx = await begin_locked(db, _PG_LOCK_KEY)
         if isinstance(tx, SvcError):
             return tx
         outcome = await _next_step(tx, steps, hashes)
@@ -67,8 +67,10 @@ async def db_migrate(db: Db, steps: list[str]) -> int | SvcError:
         applied += 1
 
 
-async def _begin_locked(db: Db) -> Tx | SvcError:
-    """A transaction holding the migration lock (waiting for another process's migration)."""
+async def begin_locked(db: Db, pg_lock_key: int) -> Tx | SvcError:
+    """A transaction holding a lock that serializes it with other processes (waiting for
+    theirs): SQLite's write lock, or on PostgreSQL the advisory lock `pg_lock_key`. Migrations
+    take it; so does making the job tables (svc.runtime.job_store)."""
     give_up = time.monotonic() + _LOCK_PATIENCE_SECONDS
     while True:
         tx = await db._begin()
@@ -78,7 +80,7 @@ async def _begin_locked(db: Db) -> Tx | SvcError:
             return tx
         await asyncio.sleep(0.05)  # SQLite: another process holds the write lock
     if db.dialect == "postgresql":
-        locked = await tx._submit(EXEC, "SELECT pg_advisory_xact_lock(?1)", (_PG_LOCK_KEY,), None)
+        locked = await tx._submit(EXEC, "SELECT pg_advisory_xact_lock(?1)", (pg_lock_key,), None)
         if isinstance(locked, SvcError):
             await tx._end(ROLLBACK)
             return locked

@@ -1,0 +1,55 @@
+"""The work a serving process does outside requests: its job runner and its schedule runner.
+
+`serve` starts them once it listens (`start_background`) and stops them after the requests in
+flight are answered, before the database closes (`Background.stop`). A program without
+`@job`, `@every` or `@cron` starts nothing and pays nothing.
+"""
+
+from __future__ import annotations
+
+from svc.contract import Job, Schedule
+from svc.runtime import job_store
+from svc.runtime.db.base import Db
+from svc.runtime.serverlog import ServerLog
+from svc.runtime.support import SvcError
+
+
+class Background:
+    """The runners of one serving process (either may be absent)."""
+
+    def __init__(self, runners: list) -> None:
+        self.runners = runners
+
+    async def stop(self, grace: float) -> None:
+        for runner in self.runners:
+            await runner.stop(grace)
+
+
+async def start_background(db: Db, jobs: list[Job], schedules: list[Schedule],
+                           log: ServerLog) -> Background | SvcError:
+    """Make the tables where missing and start a runner for the jobs and one for the
+    schedules (the program has one or the other)."""
+    if not isinstance(db, Db):
+        return SvcError("invalid", "serve needs a database handle to run jobs and schedules")
+    from svc.runtime import jobs as job_runtime
+    from svc.runtime import schedules as schedule_runtime
+
+    made = await job_store.create_tables(db)
+    if isinstance(made, SvcError):
+        return made
+    runners: list = []
+    if jobs:
+        concurrency = job_runtime.concurrency_from_env()
+        if isinstance(concurrency, SvcError):
+            return concurrency
+        runners.append(job_runtime.JobRunner(db, jobs, log, concurrency))
+    if schedules:
+        schedule_runner = schedule_runtime.ScheduleRunner(db, schedules, log)
+        registered = await schedule_runner.register()
+        if isinstance(registered, SvcError):
+            return SvcError(registered.kind, f"cannot register the schedules: "
+                                             f"{registered.message}")
+        runners.append(schedule_runner)
+    for runner in runners:
+        runner.start()
+    return Background(runners)

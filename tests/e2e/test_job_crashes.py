@@ -1,0 +1,92 @@
+"""Jobs across crashes and across processes: `kill -9` in the middle of 1,000 jobs, then a
+restart; and several processes (SVC_WORKERS=2, two instances on one PostgreSQL) sharing one
+queue and one schedule.
+
+The program (tests/e2e/programs/jobs.svc) records every run of "ship" in `runs` and its effect,
+idempotently, in `shipped`: so "done exactly once by its effect" is one shipped row per order,
+"at least once" is a run per order, and "never twice while its runner is alive" is exactly one
+run per order when nothing crashed.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from tests.helpers.jobs_db import query, wait_for
+from tests.helpers.svc_process import REPO, start
+
+PROGRAM = REPO / "tests" / "e2e" / "programs" / "jobs.svc"
+JOBS = 1000
+
+
+def count(url: str, sql: str) -> int:
+    return query(url, sql)[0][0]
+
+
+def test_jobs_survive_kill_9_and_each_is_done_once_after_the_restart(database_url):
+    server = start([str(PROGRAM)], env={"SVC_DB": database_url})
+    try:
+        assert server.request("POST", f"/bulk/1/{JOBS}/20").json() == JOBS
+        wait_for(lambda: count(database_url, "SELECT COUNT(*) FROM shipped") >= 150, timeout=60)
+    finally:
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+    shipped_at_kill = count(database_url, "SELECT COUNT(*) FROM shipped")
+    assert shipped_at_kill < JOBS, "the kill came too late to cut the run short"
+    states = dict(query(database_url, "SELECT state, COUNT(*) FROM svc_jobs GROUP BY state"))
+    assert states.get("running", 0) > 0, states  # the killed runner's claims are left behind
+    assert sum(states.values()) == JOBS
+
+    again = start([str(PROGRAM)], env={"SVC_DB": database_url})
+    try:
+        # The orphaned claims are taken back once their lease (deadline 3s + 5s) has passed.
+        wait_for(lambda: count(database_url, "SELECT COUNT(*) FROM svc_jobs WHERE state = 'done'")
+                 == JOBS, timeout=90)
+        assert "put back in the queue" in again.log("put back in the queue")
+    finally:
+        assert again.stop() == 0
+    # Exactly once by its effect, none lost: one shipped row per order.
+    assert count(database_url, "SELECT COUNT(*) FROM shipped") == JOBS
+    assert count(database_url, "SELECT COUNT(DISTINCT order_id) FROM shipped") == JOBS
+    # At least once: every order ran; only the runs cut off by the kill ran twice.
+    runs = count(database_url, "SELECT COUNT(*) FROM runs")
+    assert count(database_url, "SELECT COUNT(DISTINCT order_id) FROM runs") == JOBS
+    assert JOBS <= runs <= JOBS + 10, runs  # at most SVC_JOB_CONCURRENCY runs were cut off
+
+
+def test_two_workers_share_the_queue_and_run_each_job_once(database_url):
+    server = start([str(PROGRAM)], env={"SVC_DB": database_url, "SVC_WORKERS": "2"})
+    try:
+        assert server.request("POST", f"/bulk/1/{JOBS}/0").json() == JOBS
+        wait_for(lambda: count(database_url, "SELECT COUNT(*) FROM svc_jobs WHERE state = 'done'")
+                 == JOBS, timeout=60)
+    finally:
+        assert server.stop() == 0
+    assert count(database_url, "SELECT COUNT(*) FROM runs") == JOBS
+    assert count(database_url, "SELECT COUNT(DISTINCT order_id) FROM runs") == JOBS
+
+
+def test_two_instances_of_two_workers_on_one_postgresql(postgres_cluster):
+    """Four processes claim from one queue with SKIP LOCKED and share one @every("1s") lease:
+    each job runs once, and the schedule runs once a second, never overlapping itself."""
+    url = postgres_cluster.create_database()
+    first = start([str(PROGRAM)], env={"SVC_DB": url, "SVC_WORKERS": "2"})
+    second = start([str(PROGRAM)], env={"SVC_DB": url, "SVC_WORKERS": "2"})
+    try:
+        for n, server in enumerate((first, second)):
+            assert server.request("POST", f"/bulk/{1 + n * JOBS}/{JOBS}/2").json() == JOBS
+        wait_for(lambda: count(url, "SELECT COUNT(*) FROM svc_jobs WHERE state = 'done'")
+                 == 2 * JOBS, timeout=90)
+        wait_for(lambda: count(url, "SELECT COUNT(*) FROM ticks") >= 4, timeout=15)
+    finally:
+        assert first.stop() == 0
+        assert second.stop() == 0
+    assert count(url, "SELECT COUNT(*) FROM runs") == 2 * JOBS
+    assert count(url, "SELECT COUNT(DISTINCT order_id) FROM shipped") == 2 * JOBS
+    ticks = query(url, "SELECT started, ended FROM ticks ORDER BY started")
+    for (started, ended), (next_started, _) in zip(ticks, ticks[1:]):
+        assert next_started >= ended, ticks
+        assert next_started - started >= 900, ticks
+    # Both instances' logs together show the runs, each once.
+    runs_logged = (first.log() + second.log()).count("schedule tick ran in")
+    assert runs_logged == len(ticks), (runs_logged, ticks)
