@@ -183,3 +183,14 @@ def test_a_bad_job_concurrency_is_refused_at_start(tmp_path, value):
     assert done.returncode != 0
     assert "SVC_JOB_CONCURRENCY must be an integer from 1 to 1000" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_svcc_test_runs_jobs_with_run_jobs():
+    """tests/e2e/programs/jobs_test.svc: handler tests enqueue, run the due jobs with run_jobs,
+    and check the effect, the backoff and the dead letter."""
+    from tests.helpers.svc_process import run_to_end
+
+    done = run_to_end(["test", str(PROGRAM)], timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed, 0 failed" in done.stdout
+    assert "no attempts left, it is dead" in done.stdout + done.stderr

@@ -99,8 +99,9 @@ ERROR_FIELD = SpecialForm("error_field")  # error_kind(e), error_message(e): e.k
 LIST_APPEND = SpecialForm("list_append")  # append(xs, x): the list's own append method
 EMBEDDED_TEXT = SpecialForm("embedded_text")  # include_text(f): the text, read when compiling
 ABS_BY_TYPE = SpecialForm("abs_by_type")  # abs(x): stdlib abs64, abs32 or absf, by x's type
-WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes);
-#                                            test_request(...): test_client.test_request(..., routes)
+WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes,
+#   jobs, schedules); test_request(...): test_client.test_request(..., routes); run_jobs(db):
+#   jobs.run_jobs(db, jobs) (the entry module's tables, codegen/builtin_calls.py)
 HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
 ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue(db, "name",
 #                                           p, the job's attempts, its deadline in ms)
@@ -361,6 +362,10 @@ BUILTINS: dict[str, Builtin] = dict([
        (DB_OR_TX, LITERAL_JOB, JOB_PAYLOAD), ResultOf(I64), ENQUEUE_JOB,
        "Queues a run of the @job named by the literal job with payload (its class), in the "
        "transaction when db is a Tx; the job's id.", errors=DATABASE_ERRORS),
+    _b("async run_jobs(db: Db) -> Result[i64, Error]", (DB,), ResultOf(I64), WITH_ROUTES,
+       "Runs, one at a time, every job due now (and those they enqueue) until none is due, as "
+       "the server would; how many runs it made (test files only).", errors=DATABASE_ERRORS,
+       test_only=True),
     # server
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),
        WITH_ROUTES, "Serves the program's routes over HTTP on 127.0.0.1:port until stopped.",

@@ -231,6 +231,33 @@ class JobRunner:
                            "shutdown grace period; put back in the queue")
 
 
+#: `run_jobs` gives up after this many runs: a job that enqueues itself would never end.
+RUN_JOBS_LIMIT = 10_000
+
+
+async def run_jobs(db: Db, jobs: list[Job]) -> int | SvcError:
+    """`run_jobs(db)` in a test: claim and run the due jobs one at a time, as a server's runner
+    would (a failure is recorded and retried later, after its backoff), until none is due."""
+    if not isinstance(db, Db):
+        return SvcError("invalid", "run_jobs needs a database handle")
+    if db._holders:
+        held = refuse_if_held(db)
+        if held is not None:
+            return held
+    made = await store.create_tables(db)
+    if isinstance(made, SvcError) or not jobs:
+        return made if isinstance(made, SvcError) else 0
+    runner = JobRunner(db, jobs, ServerLog(), concurrency=1)
+    for runs in range(RUN_JOBS_LIMIT + 1):
+        claimed = await store.claim(db, runner.claim_sql, runner.runner, 1)
+        if isinstance(claimed, SvcError) or not claimed:
+            return claimed if isinstance(claimed, SvcError) else runs
+        await runner.run(claimed[0])
+        runner.log.flush()
+    return SvcError("internal", f"run_jobs stopped after {RUN_JOBS_LIMIT} runs: does a job "
+                                "enqueue itself?")
+
+
 def _seconds(ms: int) -> str:
     return f"{ms / 1000:g}s"
 

@@ -115,15 +115,16 @@ def _abs_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
     return _call(gen.runtime("stdlib", _ABS[arg_type]), args)
 
 
-#: The builtins that also get the entry module's route list, and the function each calls.
-_ROUTE_USERS = {"serve": ("server", "serve"), "test_request": ("test_client", "test_request")}
+#: The builtins that also get tables of the entry module: the function each calls, and which.
+_TABLE_USERS = {"serve": ("server", "serve", (ROUTES, JOBS, SCHEDULES)),
+                "test_request": ("test_client", "test_request", (ROUTES,)),
+                "run_jobs": ("jobs", "run_jobs", (JOBS,))}
 
 
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
-    """`serve(db, port)` and `test_request(...)` also get the entry module's route list;
-    `serve` its job and schedule tables too."""
-    module, function = _ROUTE_USERS[e.target or ""]
-    tables = [ROUTES, JOBS, SCHEDULES] if e.target == "serve" else [ROUTES]
+    """`serve(db, port)` also gets the entry module's route, job and schedule tables;
+    `test_request(...)` its routes, `run_jobs(db)` its jobs."""
+    module, function, tables = _TABLE_USERS[e.target or ""]
     return _call(gen.runtime(module, function), args + [_name(t) for t in tables])
 
 
