@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
-from harness import endurance, report, scaling, wrk  # noqa: E402
+from harness import endurance, jobs, report, scaling, wrk  # noqa: E402
 from harness.servers import SPECS, WORK, RunningServer  # noqa: E402
 
 FULL = dict(rounds=3, warmup=2, seconds=10, soak=120, deadline=10)
@@ -145,6 +145,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--endurance-server", default="svc", help="server for capacity and endurance ('none' skips)")
     parser.add_argument("--out", help="default: bench/RESULTS.md, or bench/.work/RESULTS-quick.md in quick mode")
     parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--jobs", choices=["on", "off", "only"], default="on",
+                        help="the durable jobs section (harness/jobs.py); 'only' runs just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -160,6 +162,8 @@ def main() -> int:
         out.write_text(report.render(json.loads((WORK / "results.json").read_text())))
         log(f"wrote {out}")
         return 0
+    if args.jobs == "only":
+        return jobs_only(mode, out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
@@ -178,6 +182,8 @@ def main() -> int:
             log(f"  INCIDENT: {failure}")
     scaling_results = None if args.scaling == "off" else scaling.run(
         mode, names, random.Random(args.seed), log, incidents)
+    jobs_results = None if args.jobs == "off" or "svc" not in names else jobs.run(
+        mode, log, incidents)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -185,6 +191,7 @@ def main() -> int:
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
         "cases": [c.name for c in wrk.CASES], "pairs": report.pair_names(), "runs": runs, "summary": summarize(runs),
         "endurance": endurance_results, "incidents": incidents, "scaling": scaling_results,
+        "jobs": jobs_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -195,6 +202,25 @@ def main() -> int:
     for failure in failed:
         log(f"FAILED: {failure}")
     return 1 if failed else 0
+
+
+def jobs_only(mode: dict, out: Path) -> int:
+    """`--jobs only`: measure the jobs section alone and put it into the report at `out` (the
+    section replaced, the rest as the last full run wrote it in bench/.work/results.json)."""
+    incidents: list[str] = []
+    measured = jobs.run(mode, log, incidents)
+    saved = WORK / "results.json"
+    results = json.loads(saved.read_text()) if saved.exists() else None
+    if results is None:
+        log("no bench/.work/results.json to add the jobs section to; printing it instead")
+        print("\n".join(jobs.section(measured)))
+        return 1 if incidents else 0
+    results["jobs"] = measured
+    results["incidents"] = [i for i in results["incidents"] if not i.startswith("jobs ")] + incidents
+    saved.write_text(json.dumps(results, indent=1))
+    out.write_text(report.render(results))
+    log(f"wrote {out}")
+    return 1 if incidents else 0
 
 
 if __name__ == "__main__":

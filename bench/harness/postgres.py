@@ -25,3 +25,11 @@ def database_url() -> str:
         atexit.register(_cluster.remove)
         _cluster.sql("CREATE DATABASE bench")
     return _cluster.url("bench")
+
+
+def fresh_database(name: str) -> str:
+    """A new, empty database of the benchmark's cluster (dropped first if a run left it)."""
+    database_url()
+    _cluster.sql(f"DROP DATABASE IF EXISTS {name}")
+    _cluster.sql(f"CREATE DATABASE {name}")
+    return _cluster.url(name)

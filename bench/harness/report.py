@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness import scaling, wrk
+from harness import jobs, scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
 
@@ -286,6 +286,7 @@ def render(results: dict) -> str:
         *endurance_section(results["endurance"]),
         "",
         *scaling.section(results.get("scaling")),
+        *jobs.section(results.get("jobs")),
     ]
     if results["incidents"]:
         lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]

@@ -101,6 +101,9 @@ class JobRunner:
         self.jobs = {job.name: job for job in jobs}
         self.log = log
         self.concurrency = concurrency
+        #: Claims wait for this many free slots (while runs go on), so that one claim
+        #: statement takes several jobs instead of one per finished run.
+        self.batch = max(1, concurrency // 2)
         self.runner = runner_id()
         self.claim_sql = store.claim_statement(db.dialect, list(self.jobs))
         self.running: dict[asyncio.Task, store.ClaimedJob] = {}
@@ -118,18 +121,18 @@ class JobRunner:
         while not self.stopping:
             await self.housekeeping()
             free = self.concurrency - len(self.running)
-            claimed = 0
-            if free > 0:
-                jobs = await store.claim(self.db, self.claim_sql, self.runner, free)
-                if isinstance(jobs, SvcError):
-                    self.log.error(f"jobs: cannot claim jobs: {jobs.message}")
-                    await self.pause(DATABASE_PAUSE_SECONDS)
-                    continue
-                for job in jobs:
-                    self.start_run(job)
-                claimed = len(jobs)
-            if claimed == 0 or claimed < free:
-                await self.pause(POLL_SECONDS)  # nothing more due now, or every slot taken
+            if free < self.batch and self.running:
+                await self.pause(POLL_SECONDS)  # until runs end and free a batch of slots
+                continue
+            jobs = await store.claim(self.db, self.claim_sql, self.runner, free)
+            if isinstance(jobs, SvcError):
+                self.log.error(f"jobs: cannot claim jobs: {jobs.message}")
+                await self.pause(DATABASE_PAUSE_SECONDS)
+                continue
+            for job in jobs:
+                self.start_run(job)
+            if len(jobs) < free:
+                await self.pause(POLL_SECONDS)  # nothing more is due now
 
     async def pause(self, seconds: float) -> None:
         """Until woken (a job enqueued here, a run finished) or `seconds` passed."""

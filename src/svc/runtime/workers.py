@@ -43,6 +43,10 @@ from svc.process import (STOP_SIGNALS, close_databases, database_module, flush_q
 from svc.runtime.support import SvcError
 
 VARIABLE = "SVC_WORKERS"
+#: Which worker this process is (0 to SVC_WORKERS-1; a replacement takes its predecessor's
+#: slot), or None in a process that is not a worker. On SQLite only worker 0 runs jobs
+#: (svc.runtime.background).
+worker_slot: int | None = None
 #: The listening socket's queue of connections not yet accepted (10,000 may arrive at once).
 LISTEN_BACKLOG = 8192
 #: How often the supervisor looks for workers that died.
@@ -203,7 +207,7 @@ class Supervisor:
         """Fork every worker and wait until each is listening; the first failure stops all."""
         gc.freeze()  # objects made by main stay untouched by the workers' collections (COW)
         for slot in range(self.count):
-            self.workers[slot] = self._fork()
+            self.workers[slot] = self._fork(slot)
         reports = asyncio.gather(*(w.report for w in self.workers.values()))
         stopped = asyncio.ensure_future(self.stop.wait())
         either: set[asyncio.Future[Any]] = {reports, stopped}
@@ -218,13 +222,16 @@ class Supervisor:
                 return SvcError("invalid", text or "a worker exited while starting")
         return None
 
-    def _fork(self) -> Worker:
-        """Start one worker process; its startup report arrives on a pipe of its own."""
+    def _fork(self, slot: int) -> Worker:
+        """Start worker `slot` (its replacement has the same); its startup report arrives on a
+        pipe of its own."""
         read_end, write_end = os.pipe()
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             pid = os.fork()
             if pid == 0:  # the worker: never returns into the supervisor's coroutines
+                global worker_slot
+                worker_slot = slot
                 os.close(read_end)
                 status = 1
                 try:
@@ -256,7 +263,7 @@ class Supervisor:
                     if self.stop.is_set():
                         del self.workers[slot]
                         return
-                self.workers[slot] = self._fork()
+                self.workers[slot] = self._fork(slot)
                 self.workers[slot].report.add_done_callback(_log_failed_start)
 
     async def _stop_all(self) -> None:
