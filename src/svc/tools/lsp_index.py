@@ -17,6 +17,7 @@ from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.program import CheckedProgram, FunctionInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import STR, UNKNOWN, ClassRef, Opt, Type, format_type
+from svc.contract import JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
             "in", "return", "break", "continue", "pass", "match", "case", "try", "import",
@@ -48,11 +49,18 @@ def enclosing_item(module: syntax.Module, line: int) -> syntax.Decl | None:
     (an item's own span covers its header only)."""
     found = None
     for item in module.items:
-        if item.span.line <= line:
+        if _first_line(item) <= line:
             found = item
         else:
             break
     return found
+
+
+def _first_line(item: syntax.Decl) -> int:
+    """Where an item's text starts: a function's at its first attribute (`@get`, `@job`)."""
+    if isinstance(item, syntax.FunctionDef):
+        return min([item.span.line] + [a.span.line for a in (*item.routes, *item.background)])
+    return item.span.line
 
 
 def node_at(module: syntax.Module, line: int, col: int) -> syntax.Node | None:
@@ -116,6 +124,37 @@ def _routes_text(program: CheckedProgram, name: str) -> str:
     return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in routes)
 
 
+def _background_text(program: CheckedProgram, name: str) -> str:
+    """A job's or a schedule's role, as a route handler's hover shows its route: `job: `welcome`
+    (3 attempts, backoff 100ms, deadline 2s)`, `schedule: every 5m, deadline 60s`,
+    `schedule: cron `0 3 * * *` (UTC), deadline 60s`. Read from the attributes as written
+    (a default where an option is left out), so a program with errors still shows them."""
+    decl = program.functions[name].decl if name in program.functions else None
+    text = ""
+    for attr in decl.background if decl is not None else ():
+        written = {o.name: o.value for o in attr.options}
+        deadline = _duration(written.get("deadline"),
+                             JOB_DEADLINE_MS if attr.kind == "job" else SCHEDULE_DEADLINE_MS)
+        if attr.kind == "job":
+            attempts = written.get("attempts")
+            count = attempts if isinstance(attempts, int) else JOB_ATTEMPTS
+            text += (f"\n\njob: `{attr.text}` ({count} attempt{'s' if count != 1 else ''}, "
+                     f"backoff {_duration(written.get('backoff'), JOB_BACKOFF_MS)}, "
+                     f"deadline {deadline})")
+        elif attr.kind == "every":
+            text += f"\n\nschedule: every {attr.text}, deadline {deadline}"
+        else:
+            text += f"\n\nschedule: cron `{attr.text}` (UTC), deadline {deadline}"
+    return text
+
+
+def _duration(written: int | str | None, default_ms: int) -> str:
+    """An option's duration as written, or its default (`"1s"`, `"60s"`)."""
+    if isinstance(written, str):
+        return written
+    return f"{default_ms // 1000}s" if default_ms % 1000 == 0 else f"{default_ms}ms"
+
+
 def _code(text: str) -> str:
     return f"```svc\n{text}\n```"
 
@@ -124,7 +163,8 @@ def describe_function(program: CheckedProgram, name: str) -> str | None:
     info = program.functions.get(name)
     if info is None:
         return None
-    return _code(function_signature(info)) + _routes_text(program, name)
+    return (_code(function_signature(info)) + _routes_text(program, name)
+            + _background_text(program, name))
 
 
 def describe_class(program: CheckedProgram, name: str) -> str | None:
@@ -175,7 +215,15 @@ def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover |
     if node is None:
         return None
     span = _name_span(node) or node.span
-    text = _hover_text(program, node)
+    if isinstance(node, (syntax.RouteAttr, syntax.BackgroundAttr, syntax.AttrOption)) \
+            and module is not None:
+        # On `@get(...)`, `@job(...)` and its options: the function it makes a handler, a job
+        # or a schedule.
+        item = enclosing_item(module, line)
+        text = describe_function(program, item.name) if isinstance(
+            item, syntax.FunctionDef) else None
+    else:
+        text = _hover_text(program, node)
     return Hover(text, span) if text else None
 
 
@@ -365,7 +413,8 @@ def visible_names(program: CheckedProgram, file: str) -> set[str]:
 @dataclass(frozen=True)
 class Symbol:
     name: str
-    kind: str  # "class", "field", "function", "route", "constant", "enum", "enum_member"
+    kind: str  # "class", "field", "function", "route", "job", "schedule", "constant", "enum",
+    # "enum_member"
     detail: str
     span: Span  # the whole item
     name_span: Span
@@ -373,8 +422,9 @@ class Symbol:
 
 
 def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> list[Symbol]:
-    """The classes (with their fields), functions and routes of one file, in file order.
-    Works on a parsed module alone; `program` adds the checked signatures."""
+    """The classes (with their fields), functions, routes, jobs and schedules of one file, in
+    file order (a route, job or schedule just before its function). Works on a parsed module
+    alone; `program` adds the checked signatures."""
     found: list[Symbol] = []
     for item in module.items:
         if isinstance(item, syntax.ClassDef):
@@ -396,5 +446,9 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
             for r in item.routes:
                 found.append(Symbol(f"{r.method} {r.path}", "route", f"handler {item.name}",
                                     r.span, r.path_span))
+            for b in item.background:
+                role = "job" if b.kind == "job" else "schedule"
+                found.append(Symbol(f"{b.kind} {b.text}", role, f"handler {item.name}", b.span,
+                                    b.text_span))
             found.append(Symbol(item.name, "function", detail, item.span, item.name_span))
     return found
