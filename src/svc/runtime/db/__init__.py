@@ -16,7 +16,9 @@ from __future__ import annotations
 import atexit
 import sys
 
-from svc.runtime.db import postgres, sqlite
+from svc.runtime.db import postgres, sql_text, sqlite
+from svc.runtime.db.args import (BoolList, FloatList, IntList, TextList, nul_refused, usual,
+                                 without_views)
 from svc.runtime.db.base import ALL, EXEC, ONE, Db, Tx
 from svc.runtime.db.errors import SEVERAL_STATEMENTS, at_svc_line
 from svc.runtime.db.migrations import db_migrate
@@ -26,9 +28,13 @@ from svc.runtime.db.transactions import (db_begin, db_commit, db_rollback, end_t
                                          refuse_if_held)
 from svc.runtime.support import SvcError
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "Db", "RowMismatch", "Tx", "close_all", "db_all", "db_begin",
-           "db_commit", "db_dialect", "db_exec", "db_migrate", "db_one", "db_open",
-           "db_rollback", "end_transactions", "resolve_path", "set_base_directory"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "BoolList", "Db", "FloatList", "IntList", "RowMismatch",
+           "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit", "db_dialect",
+           "db_exec", "db_migrate", "db_one", "db_open", "db_rollback", "end_transactions",
+           "resolve_path", "set_base_directory"]
+
+#: The errors of a call's own making, to which the builtins add the .svc line of the call.
+_AT_SVC_LINE = (SEVERAL_STATEMENTS, sql_text.MISPLACED_LIST)
 
 
 async def db_open(path: str) -> Db | SvcError:
@@ -44,9 +50,23 @@ def db_dialect(db: Db | Tx) -> str:
 
 
 # `db` may be a Db or a Tx (the statement then runs inside the transaction). A result that
-# is a several-statements error gets the .svc line of the call (the caller's frame). A Db
-# whose `_holders` is not empty may be held by the caller's own open transaction
-# (transactions.py); a Tx's `_holders` is None.
+# is a several-statements error, or a List argument outside `IN (?n)`, gets the .svc line of
+# the call (the caller's frame). A Db whose `_holders` is not empty may be held by the
+# caller's own open transaction (transactions.py); a Tx's `_holders` is None. Arguments with
+# a NUL, a view or a List are made ready first (`_ready`, args.py); others go as they are.
+
+def _ready(db: Db | Tx, sql: str, args: tuple) -> tuple[str, tuple] | SvcError:
+    """The text and arguments of a call with a NUL in a str, a view or a List argument: the
+    NUL refused on every database, the view copied, the List written for SQLite (postgres.py
+    writes its own)."""
+    args = without_views(args)
+    refused = nul_refused(sql, args)
+    if refused is not None:
+        return refused
+    if db.dialect == "sqlite":
+        return sql_text.for_sqlite(sql, args)
+    return sql, args
+
 
 async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
     """Run one statement; the number of rows it changed (0 for statements that change none)."""
@@ -54,8 +74,13 @@ async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
         held = refuse_if_held(db)
         if held is not None:
             return held
+    if args and not usual(args):
+        ready = _ready(db, sql, args)
+        if isinstance(ready, SvcError):
+            return _at_line(ready)
+        sql, args = ready
     result = await db._submit(EXEC, sql, args, None)
-    if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
+    if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
 
@@ -66,8 +91,13 @@ async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
         held = refuse_if_held(db)
         if held is not None:
             return held
+    if args and not usual(args):
+        ready = _ready(db, sql, args)
+        if isinstance(ready, SvcError):
+            return _at_line(ready)
+        sql, args = ready
     result = await db._submit(ALL, sql, args, cls)
-    if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
+    if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
 
@@ -78,10 +108,23 @@ async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | Svc
         held = refuse_if_held(db)
         if held is not None:
             return held
+    if args and not usual(args):
+        ready = _ready(db, sql, args)
+        if isinstance(ready, SvcError):
+            return _at_line(ready)
+        sql, args = ready
     result = await db._submit(ONE, sql, args, cls)
-    if result.__class__ is SvcError and result.message.startswith(SEVERAL_STATEMENTS):
+    if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
+
+
+def _at_line(error: SvcError) -> SvcError:
+    """`error`, with the .svc line of the call when it is one of the call's own making (the
+    builtin's caller: two frames up)."""
+    if error.message.startswith(_AT_SVC_LINE):
+        return at_svc_line(error, sys._getframe(2))
+    return error
 
 
 def close_all() -> None:

@@ -3,7 +3,9 @@
 The builtins in `svc.runtime.db` only ever call `_submit(op, sql, args, cls)`, which returns
 an awaitable of the result (a value or an `SvcError`, never an exception for database
 problems). A `Db` and a `Tx` (a transaction on one) both have it, which is how `db_exec`,
-`db_all` and `db_one` accept either.
+`db_all` and `db_one` accept either. The arguments come ready to send (args.py): a
+`view[bytes]` already copied into bytes (its buffer may be reused once its request ends, while
+an SQLite job may run later), a str never holding a NUL.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """PostgreSQL through asyncpg: a `Db` backed by a pool of connections, used on the event loop.
 
 Programs are written once: the same `?1`/`?` placeholders (rewritten to `$n` cast to the
-type of the value sent, a `None` to `NULL`, sql_text.py),
+type of the value sent, a `None` to `NULL`, a List in `IN (?n)` to an array, sql_text.py),
 the same row mapping (rows.py) and the same error kinds as SQLite. Choices made here:
 
 - The pool (pg_pool.py) holds at most `SVC_DB_POOL_SIZE` connections (default 10), made as
@@ -297,9 +297,10 @@ def _prepare(op: str, sql: str, args: tuple):
     """(the text to send, its arguments), or the error of a call that sends nothing."""
     if op is SCRIPT:  # a migration step: the simple protocol runs several statements
         return sql, ()
-    if memoryview in map(type, args):
-        args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
-    text, statements, args = sql_text.typed_for_postgres(sql, args)
+    typed = sql_text.typed_for_postgres(sql, args)
+    if isinstance(typed, SvcError):  # a List argument outside IN (?n)
+        return typed
+    text, statements, args = typed
     if statements > 1:
         return several_statements(sql)
     return text, args

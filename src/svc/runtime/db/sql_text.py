@@ -12,12 +12,23 @@ placeholder to the type of the value svc sends (`$1::bigint`), and a `None` beco
 `NULL`, which takes its type from where it stands, as a missing value does on SQLite
 (`typed_for_postgres`). The texts are kept by SQL and argument types, so a statement is
 rewritten (and prepared) once per combination, not per call.
+
+A List argument (args.py) stands for its values in `col IN (?n)` (or `NOT IN`), and only there:
+its placeholder becomes a subquery over the list sent as one parameter, so the text does not
+depend on the list's length and an empty list matches nothing. On PostgreSQL that is
+`SELECT unnest($n::bigint[])`, on SQLite `SELECT value FROM json_each(?n)` with the list sent
+as JSON text (`for_sqlite`, used only when a call has a List argument). A List placeholder
+anywhere else is refused (`misplaced_list`) rather than sent to mean something else.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Callable
+
+from svc.runtime.db.args import SqlList
+from svc.runtime.db.errors import shorten
+from svc.runtime.support import SvcError
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 #: Rewritten texts by original and argument types; bounded by the program's distinct SQL
@@ -27,45 +38,103 @@ _CACHE_LIMIT = 4096
 #: PostgreSQL's type for each kind of value an svc argument is (i64, str, f64, bool, bytes).
 _POSTGRES_TYPES: dict[type, str] = {int: "bigint", str: "text", float: "double precision",
                                     bool: "boolean", bytes: "bytea"}
-_typed: dict[tuple, tuple[str, int, tuple[int, ...]]] = {}
+_typed: dict[tuple, tuple[str, int, tuple[int, ...], int]] = {}
+_for_sqlite: dict[tuple, tuple[str, int]] = {}
+
+#: How the error for a List placeholder outside `IN (...)` begins; the builtins add the .svc
+#: line of the call to it, as to the several-statements error.
+MISPLACED_LIST = "a List argument stands for its values only in IN (?n)"
 
 
-def typed_for_postgres(sql: str, args: tuple) -> tuple[str, int, tuple]:
+def typed_for_postgres(sql: str, args: tuple) -> tuple[str, int, tuple] | SvcError:
     """(the text with typed `$n` placeholders, the number of statements, the arguments to
-    send): `None` arguments are written as `NULL` and not sent, the others renumbered."""
+    send): `None` arguments are written as `NULL` and not sent, the others renumbered; a List
+    argument is sent as an array, its placeholder `SELECT unnest($n::type[])`."""
     key = (sql, *map(type, args))
     found = _typed.get(key)
     if found is None:
         if len(_typed) >= _CACHE_LIMIT:
             _typed.clear()
         found = _typed[key] = _typed_text(sql, args)
-    text, statements, kept = found
+    text, statements, kept, misplaced = found
+    if misplaced:
+        return misplaced_list(sql, misplaced)
     if len(kept) != len(args):
         args = tuple([args[i] for i in kept])
     return text, statements, args
 
 
-def _typed_text(sql: str, args: tuple) -> tuple[str, int, tuple[int, ...]]:
+def _typed_text(sql: str, args: tuple) -> tuple[str, int, tuple[int, ...], int]:
     kept = tuple(i for i, arg in enumerate(args) if arg is not None)
     number = {i + 1: n + 1 for n, i in enumerate(kept)}
 
     def placeholder(n: int) -> str:
         if n > len(args):  # no such argument: numbered past the sent ones, as the server
             return f"${len(kept) + n - len(args)}"  # then reports the count
-        if args[n - 1] is None:
+        arg = args[n - 1]
+        if arg is None:
             return "NULL"
-        cast = _POSTGRES_TYPES.get(type(args[n - 1]))
+        if isinstance(arg, SqlList):
+            return f"SELECT unnest(${number[n]}::{arg.postgres_type}[])"
+        cast = _POSTGRES_TYPES.get(type(arg))
         return f"${number[n]}::{cast}" if cast else f"${number[n]}"
 
-    text, statements = _scan(sql, placeholder)
-    return text, statements, kept
+    text, statements, misplaced = _scan(sql, placeholder, _list_numbers(args))
+    return text, statements, kept, misplaced
 
 
-def _scan(sql: str, placeholder: Callable[[int], str] | None = None) -> tuple[str, int]:
+def for_sqlite(sql: str, args: tuple) -> tuple[str, tuple] | SvcError:
+    """The text and arguments for SQLite of a call with a List argument: its placeholder
+    becomes `SELECT value FROM json_each(?n)`, the list its JSON text (args.py)."""
+    key = (sql, *map(type, args))
+    found = _for_sqlite.get(key)
+    if found is None:
+        if len(_for_sqlite) >= _CACHE_LIMIT:
+            _for_sqlite.clear()
+
+        def placeholder(n: int) -> str:
+            if n <= len(args) and isinstance(args[n - 1], SqlList):
+                return f"SELECT value FROM json_each(?{n})"
+            return f"?{n}"
+
+        text, _statements, misplaced = _scan(sql, placeholder, _list_numbers(args))
+        found = _for_sqlite[key] = (text, misplaced)
+    text, misplaced = found
+    if misplaced:
+        return misplaced_list(sql, misplaced)
+    return text, tuple([a.json() if isinstance(a, SqlList) else a for a in args])
+
+
+def _list_numbers(args: tuple) -> frozenset[int]:
+    return frozenset(i + 1 for i, arg in enumerate(args) if isinstance(arg, SqlList))
+
+
+def misplaced_list(sql: str, number: int) -> SvcError:
+    return SvcError("database", f"{MISPLACED_LIST}: ?{number} is a List, so write "
+                                f"`col IN (?{number})` or `col NOT IN (?{number})` "
+                                f"(in SQL: {shorten(sql)})")
+
+
+def _in_parentheses(sql: str, start: int, end: int) -> bool:
+    """Whether the placeholder at sql[start:end] stands alone in the parentheses of an
+    `IN (...)`: only blanks between it and them, and the word IN before them."""
+    before = sql[:start].rstrip()
+    if not before.endswith("(") or not sql[end:].lstrip().startswith(")"):
+        return False
+    before = before[:-1].rstrip()
+    return before[-2:].upper() == "IN" and not (before[-3:-2].isalnum() or
+                                                before[-3:-2] == "_")
+
+
+def _scan(sql: str, placeholder: Callable[[int], str] | None = None,
+          lists: frozenset[int] = frozenset()) -> tuple[str, int, int]:
+    """(the text with each placeholder rewritten, the number of statements, the number of
+    the first List placeholder (`lists`) not alone in `IN (...)`, or 0)."""
     out: list[str] = []
     statements = 0
     has_text = False  # the current statement holds something besides blanks and comments
     highest = 0
+    misplaced = 0
     i, n = 0, len(sql)
     while i < n:
         c = sql[i]
@@ -82,6 +151,8 @@ def _scan(sql: str, placeholder: Callable[[int], str] | None = None) -> tuple[st
                 j += 1
             number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
             highest = max(highest, number)
+            if number in lists and not misplaced and not _in_parentheses(sql, i, j):
+                misplaced = number
             out.append(f"${number}" if placeholder is None else placeholder(number))
             has_text = True
             i = j
@@ -96,7 +167,7 @@ def _scan(sql: str, placeholder: Callable[[int], str] | None = None) -> tuple[st
         i += 1
     if has_text:
         statements += 1
-    return "".join(out), statements
+    return "".join(out), statements, misplaced
 
 
 def _skip_quoted(sql: str, i: int) -> int | None:

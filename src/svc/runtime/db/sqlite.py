@@ -103,9 +103,6 @@ class SqliteDb(Db):
 
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
         """Queue one job; returns the future of its result. Runs on the event loop."""
-        if memoryview in map(type, args):
-            # The view's buffer may be reused once the request ends; the job may run later.
-            args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         job = (future, op, sql, args, cls)

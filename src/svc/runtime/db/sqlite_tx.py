@@ -55,8 +55,6 @@ class SqliteTx(Tx):
         if self.state is not OPEN:
             future.set_result(self.finished_error())
         else:
-            if memoryview in map(type, args):
-                args = tuple(bytes(a) if type(a) is memoryview else a for a in args)
             if self.unbegun:
                 self._send_begin()
             self.jobs.put((future, op, sql, args, cls))
