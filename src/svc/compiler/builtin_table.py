@@ -407,7 +407,8 @@ KIND_TEXT = {
     ANY: "a value",
     JSON: "a JSON-encodable value (class, List, number, str, bool, unit or T?)",
     TEXT: "str, bytes or view[bytes]",
-    DB_ARG: "i64, i32, f64, bool, str, bytes or T? of those",
+    DB_ARG: "i64, i32, f64, bool, str, bytes, T? of those, or a List of i64, i32, f64, bool "
+            "or str (for IN (?n))",
     DB_OR_TX: "a Db or a Tx",
     LITERAL_PATH: "a string literal",
     LITERAL_PATTERN: "a string literal",

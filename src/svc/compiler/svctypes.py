@@ -144,6 +144,16 @@ def is_scalar_or_optional(t: Type) -> bool:
     return t in SCALARS or (isinstance(t, Opt) and t.inner in SCALARS)
 
 
+#: The element types of a List a database builtin takes as an argument (its values, for
+#: `col IN (?n)`): the scalars that JSON carries to SQLite and an array to PostgreSQL.
+DB_LIST_ELEMENTS = (I64, I32, F64, BOOL, STR)
+
+
+def is_db_list(t: Type) -> bool:
+    """A List a database builtin takes as an argument (`col IN (?n)`)."""
+    return isinstance(t, ListOf) and t.elem in DB_LIST_ELEMENTS
+
+
 def _held(t: Type) -> Type | None:
     """The one type a container type holds (a List's element, a `T?`'s value, a Map's value,
     a Result's ok type), or None for any other type."""

@@ -25,7 +25,7 @@ from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, EnumRef, ListOf, MapOf, Opt,
     ResultOf,
-    Type, is_json_type,
+    Type, is_db_list, is_json_type,
     is_scalar_or_optional,
 )
 from svc.compiler.svctypes import HEADERS, ResponseOf
@@ -392,7 +392,7 @@ class CallChecker(ExpressionChecker):
         if kind == B.SORTABLE_LIST:
             return isinstance(t, ListOf) and t.elem in NUMBERS + (STR,)
         if kind == B.DB_ARG:
-            return is_scalar_or_optional(t) or t in (VIEW_BYTES, NONE)
+            return is_scalar_or_optional(t) or t in (VIEW_BYTES, NONE) or is_db_list(t)
         if kind == B.DB_OR_TX:
             return t in (DB, TX)
         return t != NONE  # ANY

@@ -55,12 +55,32 @@ def lower(gen: Generator, e: syntax.Call) -> ast.expr:
     else:
         raise CodegenError(f"unknown builtin {name!r}")
     args = [gen.expr(a) for a in e.args]
+    if name in B.BUILTINS and B.BUILTINS[name].variadic == B.DB_ARG:
+        args = _sql_lists(gen, e, args)
     if isinstance(lowering, B.RuntimeCall):
         return runtime_call(gen, lowering, e, args)
     form = SPECIAL_FORMS.get(lowering)
     if form is None:
         raise CodegenError(f"no code generation for the special form {lowering.name!r}")
     return form(gen, e, args)
+
+
+#: The runtime class (svc.runtime.db.args) a List argument of db_exec, db_all or db_one is
+#: wrapped in, by its element type: it carries the values and their PostgreSQL type.
+_SQL_LISTS: dict[T.Type, str] = {T.I64: "IntList", T.I32: "IntList", T.F64: "FloatList",
+                                 T.BOOL: "BoolList", T.STR: "TextList"}
+
+
+def _sql_lists(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> list[ast.expr]:
+    """The arguments with each List (for `col IN (?n)`) wrapped in its runtime class."""
+    wrapped = list(args)
+    for i, arg in enumerate(e.args):
+        if isinstance(arg.type, T.ListOf):
+            cls = _SQL_LISTS.get(arg.type.elem)
+            if cls is None:
+                raise CodegenError(f"a database argument of type {T.format_type(arg.type)}")
+            wrapped[i] = _call(gen.runtime("db", cls), [args[i]])
+    return wrapped
 
 
 def runtime_call(gen: Generator, target: B.RuntimeCall, e: syntax.Call,
