@@ -191,3 +191,27 @@ def test_backoff_doubles_from_its_base_with_jitter_and_stops_at_an_hour():
 def test_a_job_record_carries_its_defaults():
     job = Job("work", print, Payload)
     assert (job.attempts, job.backoff_ms, job.deadline_ms) == (5, 1000, 60000)
+
+
+def test_a_payload_that_no_longer_fits_its_class_is_a_failed_run_kept_dead(tmp_path):
+    """A queued payload made by an older version of the program (another field) does not
+    decode into today's class: the run fails with why, and the job ends dead, not lost."""
+    import msgspec
+
+    from svc.runtime.jobs import run_jobs
+
+    class Today(msgspec.Struct):
+        n: int
+
+    async def handler(db, payload):
+        return None
+
+    async def body():
+        db = await db_open(str(tmp_path / "old.sqlite"))
+        assert isinstance(await enqueue(db, "work", {"old_field": 1}, 1, 1000), int)
+        assert await run_jobs(db, [Job("work", handler, Today, attempts=1)]) == 1
+        return await db_all(StateRow, db, "SELECT state, last_error FROM svc_jobs")
+
+    (row,) = run(body)
+    assert row.state == "dead"
+    assert row.last_error.startswith("its payload does not fit Today: invalid JSON value")

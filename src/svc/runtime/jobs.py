@@ -21,6 +21,7 @@ import os
 import random
 import socket
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from svc.contract import Job
@@ -183,19 +184,7 @@ class JobRunner:
         payload = json_decode(definition.payload, job.payload)
         if isinstance(payload, SvcError):
             return f"its payload does not fit {definition.payload.__name__}: {payload.message}"
-        deadline_s = job.deadline_ms / 1000
-        set_request_deadline(asyncio.get_running_loop().time() + deadline_s)
-        try:
-            result = await asyncio.wait_for(definition.handler(self.db, payload), deadline_s)
-        except asyncio.TimeoutError:
-            return f"it passed its deadline of {_seconds(job.deadline_ms)}"
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a fault in svc code: logged, and a failed attempt
-            return f"fault: {fault_message(exc)}"
-        if result.__class__ is SvcError:
-            return f"{result.kind}: {result.message}"
-        return None
+        return await run_once(definition.handler(self.db, payload), job.deadline_ms / 1000)
 
     async def failed(self, definition: Job, job: store.ClaimedJob, why: str,
                      seconds: float) -> None:
@@ -259,6 +248,21 @@ async def run_jobs(db: Db, jobs: list[Job]) -> int | SvcError:
         runner.log.flush()
     return SvcError("internal", f"run_jobs stopped after {RUN_JOBS_LIMIT} runs: does a job "
                                 "enqueue itself?")
+
+
+async def run_once(call: Awaitable[Any], deadline_s: float) -> str | None:
+    """Await one run of a job or scheduled function, cancelled at its deadline (database calls
+    in it give up by then too, as in a request): None when it succeeded, else what went wrong."""
+    set_request_deadline(asyncio.get_running_loop().time() + deadline_s)
+    try:
+        result = await asyncio.wait_for(call, deadline_s)
+    except asyncio.TimeoutError:
+        return f"it passed its deadline of {deadline_s:g}s"
+    except Exception as exc:  # a fault in svc code: logged, and a failed run
+        return f"fault: {fault_message(exc)}"
+    if result.__class__ is SvcError:
+        return f"{result.kind}: {result.message}"
+    return None
 
 
 def _seconds(ms: int) -> str:

@@ -17,11 +17,9 @@ import asyncio
 import time
 
 from svc.contract import Schedule
-from svc.process import fault_message
 from svc.runtime import job_store as store
-from svc.runtime.context import set_request_deadline
 from svc.runtime.db.base import Db
-from svc.runtime.jobs import DATABASE_PAUSE_SECONDS, runner_id
+from svc.runtime.jobs import DATABASE_PAUSE_SECONDS, run_once, runner_id
 from svc.runtime.serverlog import ServerLog
 from svc.runtime.support import SvcError
 
@@ -101,17 +99,10 @@ class ScheduleRunner:
 
     async def run(self, schedule: Schedule) -> None:
         started = time.perf_counter()
-        deadline_s = schedule.deadline_ms / 1000
-        set_request_deadline(asyncio.get_running_loop().time() + deadline_s)
         try:
-            result = await asyncio.wait_for(schedule.handler(self.db), deadline_s)
-            why = f"{result.kind}: {result.message}" if result.__class__ is SvcError else None
-        except asyncio.TimeoutError:
-            why = f"it passed its deadline of {deadline_s:g}s"
-        except asyncio.CancelledError:
+            why = await run_once(schedule.handler(self.db), schedule.deadline_ms / 1000)
+        except asyncio.CancelledError:  # stopped by the server's shutdown: the lease still goes
             why = "the server stopped before it finished"
-        except Exception as exc:  # a fault in svc code
-            why = f"fault: {fault_message(exc)}"
         took = (time.perf_counter() - started) * 1000
         if why is None:
             self.log.error(f"schedule {schedule.name} ran in {took:.0f} ms")
