@@ -215,3 +215,24 @@ def test_a_payload_that_no_longer_fits_its_class_is_a_failed_run_kept_dead(tmp_p
     (row,) = run(body)
     assert row.state == "dead"
     assert row.last_error.startswith("its payload does not fit Today: invalid JSON value")
+
+
+def test_a_failure_whose_message_holds_a_nul_is_recorded_on_both_databases(url):
+    import msgspec
+
+    from svc.runtime.jobs import run_jobs
+
+    class Any_(msgspec.Struct):
+        n: int
+
+    async def handler(db, payload):
+        return SvcError("invalid", "bad\x00byte")
+
+    async def body():
+        db = await db_open(url)
+        assert isinstance(await enqueue(db, "work", {"n": 1}, 1, 1000), int)
+        assert await run_jobs(db, [Job("work", handler, Any_, attempts=1)]) == 1
+        return await db_all(StateRow, db, "SELECT state, last_error FROM svc_jobs")
+
+    (row,) = run(body)
+    assert (row.state, row.last_error) == ("dead", "invalid: bad\\u0000byte")

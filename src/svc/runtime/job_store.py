@@ -229,11 +229,17 @@ async def mark_done(db: Db, job: ClaimedJob, runner: str) -> int | SvcError:
 
 async def mark_retry(db: Db, job: ClaimedJob, runner: str, run_at: int,
                      error: str) -> int | SvcError:
-    return await db._submit(EXEC, _RETRY, (job.id, runner, run_at, error), None)
+    return await db._submit(EXEC, _RETRY, (job.id, runner, run_at, storable(error)), None)
 
 
 async def mark_dead(db: Db, job: ClaimedJob, runner: str, error: str) -> int | SvcError:
-    return await db._submit(EXEC, _DEAD, (job.id, runner, now_ms(), error), None)
+    return await db._submit(EXEC, _DEAD, (job.id, runner, now_ms(), storable(error)), None)
+
+
+def storable(error: str) -> str:
+    """A failure's text as `last_error` can hold it on both databases: PostgreSQL text cannot
+    hold U+0000, which a program's error message may (written as the escape \\u0000)."""
+    return error.replace("\x00", "\\u0000") if "\x00" in error else error
 
 
 async def put_back(db: Db, job: ClaimedJob, runner: str) -> int | SvcError:
