@@ -37,7 +37,9 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b"[1:]", b"[:2]", b"[1:2]", b"[:]", b'matches(x, "(a")', b'find_all(x, "[a-")',
             b'replace_re(x, "(a)", "$2")', b"Map[str, i64]", b"Map[str, i64]()", b"Map()",
             b"class Page[T]:\n    items: List[T]\n", b"Page[Task]", b"Page[Task](items=[])",
-            b'get(m, "k")', b'set(m, "k", 1)', b"keys(m)", b"[T]", b"[T, U]"]
+            b'get(m, "k")', b'set(m, "k", 1)', b"keys(m)", b"[T]", b"[T, U]",
+            b'@job(', b'@every(', b'@cron(', b'attempts=', b'enqueue(', b'@job("x")\n',
+            b'deadline="2s"', b'"5m"', b'"0 3 * * *"', b'backoff=', b'enqueue(db, "x", ']
 #: The pieces random f-strings are made of (test_fstrings_never_raise).
 FSTRING_PIECES = ["{", "}", "{{", "}}", "x", "name", "1", "2.5", "+", "(", ")", "[", "]", '"',
                   "'", "\\", "\\n", "\\u{41}", "\\q", " ", "#", "f\"", "len(", ",", ".",
@@ -233,3 +235,91 @@ def test_maps_and_generics_never_raise(tmp_path: Path) -> None:
                 "        print(k)\n")
         rejected += rejected_without_raising(target, text.encode("utf-8"), index)
     assert rejected > 0
+
+
+#: The pieces of random job and schedule attributes and enqueue calls
+#: (test_jobs_and_schedules_never_raise).
+JOB_PIECES = ["@job(", "@every(", "@cron(", "@", "job", '"welcome"', '"Bad Name"', '"5m"',
+              '"500ms"', '"0 3 * * *"', '"0 3 * *"', '"61 * * * *"', '"0 0 31 2 *"', "attempts=",
+              "backoff=", "deadline=", "retries=", "3", "0", "-1", "1001", "9223372036854775808",
+              '"2s"', '"1 s"', '"8d"', '"7d"', ",", ")", "(", " ", "\n", '@get("/x")\n', "=",
+              "enqueue(", "db", "tx", "w", '"mial"', "Welcome(user=\"a\")", "Other(n=1)", "1",
+              "async def ", "def ", "class "]
+_JOB_TEXTS = ['"welcome"', '"other"', '"a.b-c_1"', '"Bad Name"', '""', '"5m"', '"1s"', '"500ms"',
+              '"8d"', '"0 3 * * *"', '"*/5 * * * mon"', '"0 3 * *"', '"61 * * * *"', "x", "3"]
+_JOB_OPTIONS = ["attempts", "backoff", "deadline", "retries"]
+_JOB_VALUES = ["1", "3", "0", "1000", "1001", '"3"', '"100ms"', '"2s"', '"0ms"', '"7d"', '"8d"',
+               '"1 s"', "x", "-1"]
+_PAYLOADS = ['Welcome(user="a")', "w", "w", "Other(n=1)", '"a"', "None"]
+
+
+def job_attribute(rng: random.Random) -> str:
+    """An attribute line as a programmer might write it (any kind, text and options, good or
+    bad), sometimes a second one, sometimes with random pieces spliced in."""
+    kind = rng.choice(["@job(", "@job(", "@every(", "@cron(", '@get("/x", '])
+    options = "".join(f", {rng.choice(_JOB_OPTIONS)}={rng.choice(_JOB_VALUES)}"
+                      for _ in range(rng.choice((0, 0, 1, 2, 3))))
+    line = kind + rng.choice(_JOB_TEXTS) + options + rng.choice(["", ","]) + ")"
+    if rng.random() < 0.2:
+        line += "\n" + job_attribute(rng)
+    if rng.random() < 0.3:
+        at = rng.randrange(len(line) + 1)
+        line = line[:at] + "".join(rng.choice(JOB_PIECES) for _ in range(rng.randint(1, 3))) \
+            + line[at:]
+    return line
+
+
+_JOB_NAMES = ['"welcome"', '"welcome"', '"welcome"', '"handler"', '"mial"', "name"]
+
+
+def enqueue_call(rng: random.Random) -> str:
+    call = (f"enqueue({rng.choice(['db', 'tx', 'db', 'tx', 'w'])}, {rng.choice(_JOB_NAMES)}, "
+            f"{rng.choice(_PAYLOADS)})")
+    if rng.random() < 0.3:
+        at = rng.randrange(len(call) + 1)
+        call = call[:at] + rng.choice(JOB_PIECES) + call[at:]
+    return call
+
+
+#: Attributes that are right, with the parameters their function takes.
+_GOOD_ATTRIBUTES = [
+    ('@job("handler", attempts=2, backoff="10ms", deadline="1s")', "db: Db, w: Welcome"),
+    ('@job("a.b-c_1",)', "db: Db, w: Welcome"), ('@every("5m", deadline="30s")', "db: Db"),
+    ('@every("1s")', "db: Db"), ('@cron("*/5 * * * mon")', "db: Db"),
+    ('@cron("0 3 * * *", deadline="1h")', "db: Db")]
+
+
+def job_program(rng: random.Random) -> str:
+    """A program around a random attribute and a random enqueue call; one in four is right."""
+    if rng.random() < 0.25:
+        attribute, params = rng.choice(_GOOD_ATTRIBUTES)
+        returns, body, define = "Result[unit, Error]", "return ok(())", "async def"
+        name = rng.choice(["welcome", "a.b-c_1"] if "a.b-c_1" in attribute else ["welcome"])
+        call = f"enqueue({rng.choice(['db', 'tx'])}, \"{name}\", w)"
+    else:
+        attribute = job_attribute(rng)
+        params = rng.choice(["db: Db, w: Welcome", "db: Db"] * 3
+                            + ["w: Welcome, db: Db", "db: Db, n: i64", ""])
+        returns, body = rng.choice([("Result[unit, Error]", "return ok(())")] * 4
+                                   + [("Result[i64, Error]", "return ok(1)"), ("unit", "pass")])
+        define = rng.choice(["async def"] * 5 + ["def"])
+        call = enqueue_call(rng)
+    return ("class Welcome:\n    user: str\n\nclass Other:\n    n: i64\n\n"
+            '@job("welcome")\nasync def welcome(db: Db, w: Welcome) -> Result[unit, Error]:\n'
+            f"    return ok(())\n\n{attribute}\n{define} handler({params}) -> {returns}:\n"
+            f"    {body}\n\n"
+            "async def use(db: Db, tx: Tx, w: Welcome, name: str) -> Result[i64, Error]:\n"
+            f"    return await {call}\n\ndef main():\n    pass\n")
+
+
+@pytest.mark.fuzz
+def test_jobs_and_schedules_never_raise(tmp_path: Path) -> None:
+    """Random @job, @every and @cron attributes (good and bad texts, options and values, two
+    roles, spliced-in pieces) above functions of random shapes, and random enqueue calls:
+    each program checks or gives diagnostics with valid positions, never an exception."""
+    rng = random.Random(SEED)
+    target = tmp_path / "jobs.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        rejected += rejected_without_raising(target, job_program(rng).encode("utf-8"), index)
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made

@@ -16,7 +16,7 @@ import pytest
 from svc.compiler.front.layout import format_text
 from svc.compiler.front.lexer import tokenize
 from svc.compiler.source import SourceFile
-from tests.compiler.test_fuzz import EXAMPLES, LAYOUT, SEED, mutate, seeds
+from tests.compiler.test_fuzz import EXAMPLES, LAYOUT, SEED, job_program, mutate, seeds
 
 
 def formatted(text: str) -> str | None:
@@ -70,3 +70,22 @@ def test_scrambled_spacing_gives_the_same_layout() -> None:
             assert formatted(scrambled(rng, text)) == canonical, path
         checked += 1
     assert checked > 50
+
+
+@pytest.mark.fuzz
+def test_random_job_attributes_never_raise_and_are_a_fixed_point() -> None:
+    """Programs with random @job/@every/@cron attributes (test_fuzz.job_program), their
+    spacing scrambled: the layout gives a text that lays out to itself and does not depend on
+    the spacing, or diagnostics; never an exception."""
+    rng = random.Random(SEED)
+    laid_out = 0
+    for index in range(EXAMPLES):
+        text = job_program(rng)
+        try:
+            result = formatted(text)
+            assert result is None or formatted(result) == result
+            assert result is None or formatted(scrambled(rng, text)) == result
+        except Exception as exc:  # noqa: BLE001 - reported with what reproduces it
+            raise AssertionError(f"seed {SEED}, input {index}: {exc!r}\n{text}") from exc
+        laid_out += result is not None
+    assert laid_out > EXAMPLES // 4
