@@ -206,3 +206,55 @@ def test_the_formatted_program_checks_and_generates_the_same_code(tmp_path: Path
         lines = [getattr(node, "lineno", None) for node in ast.walk(module)]
         generated.append((ast.dump(module).replace(path.name, "x.svc"), lines))
     assert generated[0] == generated[1]
+
+
+JOB_ATTRIBUTES = """\
+class Welcome:
+    user: str
+
+@job( "welcome" ,attempts = 3,deadline= "2s" )
+async def send(db: Db, w: Welcome) -> Result[unit, Error]:
+    return ok(())
+
+@every ("5m",)  # a trailing comma
+async def tick(db: Db) -> Result[unit, Error]:
+    return ok(())
+
+@cron(
+        "0 3 * * *",
+   deadline="10m" ,
+)
+async def nightly(db: Db) -> Result[unit, Error]:
+    return ok(())
+
+@job("x", attempts=3, deadline="2s")
+async def already_tidy(db: Db, w: Welcome) -> Result[unit, Error]:
+    return ok(())
+"""
+
+
+def test_job_and_schedule_attributes_get_the_canonical_layout_once(tmp_path: Path) -> None:
+    """`@job("x", attempts=3, deadline="2s")` is laid out as a call with named arguments (no
+    spaces around '=', one after ','), stays as it is once tidy, and a multi-line attribute
+    keeps its lines with a hanging indent; formatting the result changes nothing."""
+    tidy = formatted(JOB_ATTRIBUTES)
+    lines = tidy.splitlines()
+    assert '@job("welcome", attempts=3, deadline="2s")' in lines
+    assert '@every("5m",)  # a trailing comma' in lines
+    start = lines.index("@cron(")
+    assert lines[start:start + 4] == ["@cron(", '    "0 3 * * *",', '    deadline="10m",', ")"]
+    assert '@job("x", attempts=3, deadline="2s")' in lines
+    assert formatted(tidy) == tidy
+    # the laid-out program is the same program: it checks, with the same jobs and schedules
+    found = []
+    for name, text in (("messy.svc", JOB_ATTRIBUTES), ("tidy.svc", tidy)):
+        (tmp_path / name).write_text(text + "\ndef main():\n    pass\n")
+        checked = pipeline.check(pipeline.Target(file=str(tmp_path / name)))
+        assert isinstance(checked, pipeline.Checked), getattr(checked, "diagnostics", None)
+        found.append(([(j.name, j.attempts, j.backoff_ms, j.deadline_ms)
+                       for j in checked.program.jobs.values()],
+                      [(s.handler, s.every_ms, s.cron, s.deadline_ms)
+                       for s in checked.program.schedules]))
+    assert found[0] == found[1] == (
+        [("welcome", 3, 1000, 2000), ("x", 3, 1000, 2000)],
+        [("tick", 300_000, "", 60_000), ("nightly", 0, "0 3 * * *", 600_000)])
