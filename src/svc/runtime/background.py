@@ -7,6 +7,8 @@ flight are answered, before the database closes (`Background.stop`). A program w
 
 from __future__ import annotations
 
+import asyncio
+
 from svc.contract import Job, Schedule
 from svc.runtime import job_store, workers
 from svc.runtime.db.base import Db
@@ -21,8 +23,8 @@ class Background:
         self.runners = runners
 
     async def stop(self, grace: float) -> None:
-        for runner in self.runners:
-            await runner.stop(grace)
+        """Both runners at once, so the grace period is spent once, not once each."""
+        await asyncio.gather(*(runner.stop(grace) for runner in self.runners))
 
 
 def runs_jobs_here(db: Db) -> bool:

@@ -190,7 +190,8 @@ class JobRunner:
                      seconds: float) -> None:
         where = f"job {job.name} #{job.id} attempt {job.attempt} of {job.max_attempts}"
         if job.attempt >= job.max_attempts:
-            self.log.error(f"jobs: {where} failed ({why}); no attempts left, it is dead")
+            self.log.error(f"jobs: {where} failed after {seconds * 1000:.0f} ms ({why}); no "
+                           "attempts left, it is dead")
             marked = await store.mark_dead(self.db, job, self.runner, why)
         else:
             wait = backoff_ms(definition.backoff_ms, job.attempt)

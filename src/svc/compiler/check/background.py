@@ -43,16 +43,11 @@ def build_background(functions: Iterable[FunctionInfo],
             report(f"'{fn.name}' has more than one role: a function is a route handler, a job "
                    "or a schedule, with one attribute of those", attrs[-1].span)
             continue
-        attr = attrs[0]
-        if not fn.is_async:
-            report(f"@{attr.kind} needs an async def: '{fn.name}' is not async", attr.span)
-            continue
+        attr = attrs[0]  # above an `async def`: the parser refuses an attribute on a `def`
         options = _options(attr, report)
         _check_result(fn, attr, report)
         if attr.kind == "job":
             job = _job(fn, attr, options, report)
-            if job is None:
-                continue
             earlier = jobs.get(job.name)
             if earlier is not None:
                 report(f"job '{job.name}' is already defined by '{earlier.handler}' at "
@@ -100,14 +95,13 @@ def _check_result(fn: FunctionInfo, attr: syntax.BackgroundAttr, report: Report)
 
 
 def _job(fn: FunctionInfo, attr: syntax.BackgroundAttr, options: dict[str, int],
-         report: Report) -> JobInfo | None:
+         report: Report) -> JobInfo:
     if not JOB_NAME.match(attr.text):
         report(f"job name '{attr.text}' must be lower-case letters, digits, '_', '.' or '-', "
                "starting with a letter (at most 100)", attr.text_span)
-        return None
-    payload = _job_payload(fn, attr, report)
-    if payload is None:
-        return None
+    # A job with a bad name or signature is still in the table (its payload UNKNOWN), so its
+    # `enqueue` calls are not also reported: one mistake, one message.
+    payload = _job_payload(fn, attr, report) or UNKNOWN
     return JobInfo(attr.text, fn.name, payload, options.get("attempts", JOB_ATTEMPTS),
                    options.get("backoff", JOB_BACKOFF_MS), options.get("deadline", JOB_DEADLINE_MS),
                    attr.text_span)
@@ -118,7 +112,8 @@ def _job_payload(fn: FunctionInfo, attr: syntax.BackgroundAttr, report: Report) 
     shape = f"a job takes (db: Db, payload: C) where C is a class: 'async def {fn.name}(db: Db, " \
             "payload: C) -> Result[unit, Error]'"
     if len(fn.params) != 2:
-        report(f"{shape}; '{fn.name}' takes {len(fn.params)} parameters", fn.decl.name_span)
+        count = f"{len(fn.params)} parameter{'' if len(fn.params) == 1 else 's'}"
+        report(f"{shape}; '{fn.name}' takes {count}", fn.decl.name_span)
         return None
     (_, db), (name, payload) = fn.params
     if db not in (DB, UNKNOWN):
@@ -160,9 +155,13 @@ def cron_problem(expression: str) -> str | None:
     if len(fields) != 5:
         return (f"it has {len(fields)} fields; a cron expression has five: minute, hour, "
                 "day of month, month, day of week (e.g. '0 3 * * *')")
-    from croniter import croniter  # only programs with @cron pay for the import
+    from croniter import CroniterBadDateError, croniter  # only programs with @cron import it
 
     if not croniter.is_valid(expression):
         return "a field is out of range or malformed (minute 0-59, hour 0-23, day 1-31, " \
                "month 1-12, weekday 0-6)"
+    try:
+        croniter(expression, 0).get_next(float)
+    except CroniterBadDateError:
+        return "no date ever matches it (such as the 31st of February)"
     return None
