@@ -19,16 +19,16 @@ import os
 import types
 from dataclasses import dataclass
 
-from svc.compiler.check import checker
+from svc.compiler.check import checker, config_class
 from svc.compiler.codegen import generator as codegen
 from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.imports import Overlay, load_modules, read_source
 from svc.compiler.program import CheckedProgram
 from svc.compiler.check.routes import build_routes
-from svc.compiler.source import SourceFile
+from svc.compiler.source import SourceFile, Span
 from svc.compiler.svctypes import Type
-from svc.project import Project, config_path, load_project
+from svc.project import Project, config_key_position, config_path, load_project
 
 #: (the .svc file's path, its code object), one per file, in load order (entry last).
 CodeList = list[tuple[str, types.CodeType]]
@@ -89,7 +89,7 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
     """Read, follow imports, parse, check and build the route table. `overlay` gives texts
     that stand in for files on disk (a language server's open documents)."""
     sources: dict[str, SourceFile] = {}
-    entry, project_dir = target.file, None
+    entry, project_dir, project = target.file, None, None
     if target.project is not None:
         project, diagnostics = _read_project(target.project, sources)
         if project is None:
@@ -101,9 +101,25 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
     if diagnostics:
         return Failed(diagnostics, sources)
     program, diagnostics = check_modules(modules, os.path.normpath(entry))
+    if project is not None:
+        program.config_table, program.demo_routes = project.config, project.demo_routes
+        if not diagnostics:
+            diagnostics = _config_diagnostics(program, project, sources)
     if diagnostics:
         return Failed(diagnostics, sources, program)
     return Checked(program, sources, project_dir)
+
+
+def _config_diagnostics(program: CheckedProgram, project: Project,
+                        sources: dict[str, SourceFile]) -> list[Diagnostic]:
+    """svc.toml's `[config]` checked against the program's configuration classes: each key
+    read by one, its value fitting (check/config_class.py), reported at the key."""
+    toml = sources[os.path.normpath(config_path(project.directory))]
+    found = []
+    for key, message in config_class.table_problems(program, project.config):
+        line, col = config_key_position(toml, key)
+        found.append(Diagnostic(message, Span(toml.path, line, col, line, col + len(key))))
+    return found
 
 
 def compile(target: Target) -> Compiled | Failed:

@@ -1,10 +1,20 @@
-"""Project folders: `svc.toml` names the entry file (and optionally the program's name).
+"""Project folders: `svc.toml` names the entry file (and optionally the program's name), and
+holds the program's configuration and server switches.
 
     entry = "tasks.svc"     # required: the entry file, relative to the project folder
     name = "tasks"          # optional
 
+    [config]                # optional: values for config[T]() (svc.configuration)
+    max_items = 100
+
+    [server]                # optional
+    demo_routes = false     # /stream and /ws off (default true)
+
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
-diagnostic pointing into `svc.toml` (the position of the key where it can be found).
+diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
+`[config]` value that is not a string, integer, float or boolean, and a `[config]` key naming
+a secret (secrets come from the environment only). Whether each `[config]` key is read by a
+configuration class, and fits its field, is checked with the program (svc.pipeline).
 """
 
 from __future__ import annotations
@@ -12,14 +22,19 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
+from svc.configuration import SECRET_WORDS, env_name, is_secret, toml_type
 
 CONFIG_NAME = "svc.toml"
 KEYS = {"entry": "the entry .svc file, relative to the project folder",
         "name": "the program's name"}
+#: The tables svc.toml may hold.
+TABLES = ("config", "server")
+#: The keys of `[server]`, each a boolean.
+SERVER_KEYS = {"demo_routes": "whether the demonstration routes /stream and /ws are served"}
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
@@ -28,6 +43,8 @@ class Project:
     directory: str
     entry: str  # the entry file's path, joined to the project directory
     name: str | None = None
+    config: dict[str, object] = field(default_factory=dict)  # `[config]`: TOML scalars
+    demo_routes: bool = True  # `[server] demo_routes`
 
 
 def config_path(directory: str) -> str:
@@ -36,9 +53,10 @@ def config_path(directory: str) -> str:
 
 def load_project(directory: str, source: SourceFile) -> tuple[Project | None, list[Diagnostic]]:
     """Read the already loaded `svc.toml` text of `directory` into a Project."""
-    def error(message: str, line: int = 1, col: int = 1, width: int = 1) -> tuple:
+    def error(message: str, line: int = 1, col: int = 1, width: int = 1,
+              shows_source: bool = True) -> tuple:
         span = Span(source.path, line, col, line, col + max(1, width))
-        return None, [Diagnostic(message, span)]
+        return None, [Diagnostic(message, span, shows_source)]
 
     try:
         data = tomllib.loads(source.text)
@@ -51,9 +69,20 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
                      int(position.group(1)), int(position.group(2)))
     for key, value in data.items():
         line, col = _key_position(source, key)
+        if key in TABLES:
+            if not isinstance(value, dict):
+                return error(f"'{key}' in svc.toml must be a table ([{key}]), got "
+                             f"{_toml_type(value)}", line, col, len(key))
+            found = _config_problem(value) if key == "config" else _server_problem(value)
+            if found is not None:
+                bad_key, message = found
+                line, col = _table_key_position(source, key, bad_key)
+                # the line of a secret holds its value: the position says where it is
+                return error(message, line, col, len(bad_key), not is_secret(bad_key))
+            continue
         if key not in KEYS:
-            return error(f"unknown key '{key}' in svc.toml (allowed: entry, name)",
-                         line, col, len(key))
+            return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
+                         "[server])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
@@ -68,7 +97,60 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         problem = "does not exist" if not os.path.exists(path) else "is not a file"
         return error(f"the entry file '{path}' named in svc.toml {problem}", line, col,
                      len("entry"))
-    return Project(directory, path, data.get("name")), []
+    return Project(directory, path, data.get("name"), dict(data.get("config", {})),
+                   data.get("server", {}).get("demo_routes", True)), []
+
+
+def _config_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first `[config]` entry svc.toml may not hold, or None."""
+    for key, value in table.items():
+        if is_secret(key):
+            return key, (f"'{key}' in svc.toml [config] is a secret (its name's last word is "
+                         f"{', '.join(SECRET_WORDS[:-1])} or {SECRET_WORDS[-1]}): secrets come "
+                         f"from the environment only; set {env_name(key)} there and remove it "
+                         "here")
+        if not isinstance(value, (str, int, float, bool)):
+            return key, (f"'{key}' in svc.toml [config] must be a string, integer, float or "
+                         f"boolean (what a config[T] field reads), got {toml_type(value)}")
+    return None
+
+
+def _server_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first `[server]` entry that is unknown or not a boolean."""
+    for key, value in table.items():
+        if key not in SERVER_KEYS:
+            return key, (f"unknown key '{key}' in svc.toml [server] (allowed: "
+                         f"{', '.join(SERVER_KEYS)})")
+        if not isinstance(value, bool):
+            return key, (f"'{key}' in svc.toml [server] must be true or false "
+                         f"({SERVER_KEYS[key]}), got {toml_type(value)}")
+    return None
+
+
+def config_key_position(source: SourceFile, key: str) -> tuple[int, int]:
+    """Where key `key` of `[config]` is written (for the checks made with the program)."""
+    return _table_key_position(source, "config", key)
+
+
+def _table_key_position(source: SourceFile, table: str, key: str) -> tuple[int, int]:
+    """Where `key` of table `table` is written: after the `[table]` header (up to the next
+    header), or as a dotted `table.key`; else where the table is opened; else 1, 1."""
+    header = re.compile(r"\s*\[\s*[\"']?" + re.escape(table) + r"[\"']?\s*\]")
+    assignment = re.compile(r"\s*[\"']?" + re.escape(key) + r"[\"']?\s*=")
+    dotted = re.compile(r"\s*[\"']?" + re.escape(table) + r"[\"']?\s*\.\s*[\"']?"
+                        + re.escape(key) + r"[\"']?\s*=")
+    inside = False
+    for number, line in enumerate(source.lines, 1):
+        if header.match(line):
+            inside = True
+            continue
+        if line.lstrip().startswith("["):
+            inside = False
+        if inside and assignment.match(line):
+            return number, line.index(key) + 1
+        if dotted.match(line):
+            return number, line.index(key, line.index(table) + len(table)) + 1
+    return _key_position(source, table)
 
 
 def _key_position(source: SourceFile, key: str) -> tuple[int, int]:

@@ -18,6 +18,8 @@ from svc import process
 from svc.compiler.diagnostics import escape_controls
 
 MODULE_NAME = "__svc_program__"
+#: The generated configuration table (svc.compiler.codegen.pyast.CONFIG).
+CONFIG_TABLE = "_svc_CONFIG"
 
 
 def load_namespace(code: list[tuple[str, types.CodeType]]) -> dict:
@@ -29,6 +31,18 @@ def load_namespace(code: list[tuple[str, types.CodeType]]) -> dict:
     return module.__dict__
 
 
+def read_configuration(namespace: dict) -> list[str]:
+    """Read the configuration of a program that calls `config[T]()` (svc.runtime.config), as
+    it starts: the problems found, each a line naming the key; [] when all is well, and for a
+    program without configuration (which never imports the module)."""
+    table = namespace.get(CONFIG_TABLE)
+    if table is None:
+        return []
+    from svc.runtime.config import load
+
+    return load(table)
+
+
 def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) -> int:
     """Run `main` (on uvloop where available) and return the exit status: 0, 130 after
     Ctrl+C, or 1 after an `Err` from main or a run-time fault (one `error:` line on stderr).
@@ -37,6 +51,11 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
     process.raise_recursion_limit()
     try:
         namespace = load_namespace(code)
+        problems = read_configuration(namespace)
+        if problems:
+            for problem in problems:
+                print(f"error: {escape_controls(problem)}", file=sys.stderr)
+            return 1
         if base_dir is not None:
             from svc.runtime.db import set_base_directory
 

@@ -39,7 +39,8 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b"class Page[T]:\n    items: List[T]\n", b"Page[Task]", b"Page[Task](items=[])",
             b'get(m, "k")', b'set(m, "k", 1)', b"keys(m)", b"[T]", b"[T, U]",
             b'@job(', b'@every(', b'@cron(', b'attempts=', b'enqueue(', b'@job("x")\n',
-            b'deadline="2s"', b'"5m"', b'"0 3 * * *"', b'backoff=', b'enqueue(db, "x", ']
+            b'deadline="2s"', b'"5m"', b'"0 3 * * *"', b'backoff=', b'enqueue(db, "x", ',
+            b"config[", b"config[Task]()", b"config[i64]()"]
 #: The pieces random f-strings are made of (test_fstrings_never_raise).
 FSTRING_PIECES = ["{", "}", "{{", "}}", "x", "name", "1", "2.5", "+", "(", ")", "[", "]", '"',
                   "'", "\\", "\\n", "\\u{41}", "\\q", " ", "#", "f\"", "len(", ",", ".",

@@ -204,6 +204,33 @@ def test_project_config_errors(tmp_path: Path, toml: str, expected: tuple) -> No
     assert (line, col) == expected[:2] and expected[2] in message, found
 
 
+def test_project_settings_reach_the_checked_program(tmp_path: Path) -> None:
+    """`[config]` and `[server]` of svc.toml, for the code generator and `svcc openapi`."""
+    write(tmp_path, {"svc.toml": 'entry = "main.svc"\n[config]\nport = 8080\n'
+                                 'name = "x"\n[server]\ndemo_routes = false\n',
+                     "main.svc": "class C:\n    port: i64\n    name: str\n\n"
+                                 "def main():\n    c = config[C]()\n"})
+    checked = check(Target(project=str(tmp_path)))
+    assert isinstance(checked, Checked), checked
+    program = checked.program
+    assert program.config_table == {"port": 8080, "name": "x"}
+    assert program.demo_routes is False and list(program.config_classes) == ["C"]
+    write(tmp_path, {"svc.toml": 'entry = "main.svc"\n'})
+    program = check(Target(project=str(tmp_path))).program  # type: ignore[union-attr]
+    assert program.config_table == {} and program.demo_routes is True
+    alone = check(Target(file=str(tmp_path / "main.svc")))
+    assert isinstance(alone, Checked)
+    assert alone.program.config_table is None and alone.program.demo_routes is True
+
+
+def test_a_config_key_is_found_under_its_table_not_elsewhere(tmp_path: Path) -> None:
+    """The position of a [config] key skips the same name in another table."""
+    found = project(tmp_path, 'entry = "main.svc"\n[server]\ndemo_routes = true\n'
+                              '[config]\n\n  demo_routes = 1\n')
+    assert found == [(6, 3, "no config[T] class has a field 'demo_routes' to read this key of "
+                            "svc.toml [config] (config classes: none)")]
+
+
 def test_a_10000_line_program_checks(in_tmp: Path) -> None:
     """The speed benchmark's program is valid (the timing itself is measured by hand)."""
     from tests.helpers.large_program import generate

@@ -43,3 +43,16 @@ def test_included_files_are_recorded(tmp_path):
     checked = pipeline.check(pipeline.Target(file=str(entry)))
     assert [Path(p).resolve() for p in checked.program.included_files] == [
         (tmp_path / "page.html").resolve()]
+
+
+def test_config_is_hovered_from_its_record_and_its_result_is_the_class(tmp_path):
+    entry = tmp_path / "app.svc"
+    entry.write_text("class Settings:\n    port: i64\n\ndef main():\n"
+                     "    s = config[Settings]()\n    print(str(s.port))\n")
+    checked = pipeline.check(pipeline.Target(file=str(entry)))
+    assert isinstance(checked, pipeline.Checked), checked
+    builtin = lsp_index.hover_at(checked.program, str(entry), 5, 9)
+    assert builtin is not None and builtin.text.startswith("```svc\nconfig[T]() -> T\n```")
+    assert builtin.text.endswith(BUILTINS["config"].summary)
+    variable = lsp_index.hover_at(checked.program, str(entry), 5, 5)
+    assert variable is not None and "s: Settings" in variable.text

@@ -67,10 +67,12 @@ RESULT_LIST_OF_TYPE_ARG = "result_list_of_type_arg"  # Result[List[T], Error] (`
 RESULT_OPT_OF_TYPE_ARG = "result_opt_of_type_arg"  # Result[T?, Error] (`db_one[T]`)
 RESPONSE_OF_BODY = "response_of_body"  # Response[T], T the second argument's type (`respond`)
 BODY_OF_RESPONSE = "body_of_response"  # T, the first argument being a Response[T] (`body`)
+TYPE_ARG = "type_arg"  # T itself (`config[T]`)
 
 # Type-argument constraints:
 ROW_CLASS = "row_class"  # a class whose fields are scalars or T? of scalars
 JSON_TYPE = "json_type"  # a JSON-decodable type
+CONFIG_CLASS = "config_class"  # a class whose fields are i64, i32, f64, bool, str, enums or T?
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,10 @@ BUILTINS: dict[str, Builtin] = dict([
        "Reads a decimal integer from text, or an invalid error.", errors=INVALID),
     _b("env(name: str, default: str) -> str", (STR, STR), STR, "support.env",
        "The environment variable name, or default when it is not set."),
+    _b("config[T]() -> T", (), TYPE_ARG, "config.config",
+       "The program's configuration as a T, read at start: each field from the environment "
+       "variable SVC_CONFIG_<FIELD>, else svc.toml's [config] table.",
+       type_param=CONFIG_CLASS),
     _b("async sleep(ms: i64)", (I64,), UNIT, "support.sleep",
        "Waits ms milliseconds without blocking other tasks."),
     _b("json_encode(value) -> str", (JSON,), STR, "support.json_encode",

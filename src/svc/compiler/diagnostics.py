@@ -18,6 +18,9 @@ from svc.compiler.source import SourceFile, Span
 class Diagnostic:
     message: str
     span: Span
+    # False for a line that may hold a secret (a secret in svc.toml's [config]): the
+    # position is given, the line itself is not printed.
+    shows_source: bool = True
 
     def sort_key(self) -> tuple:
         return (self.span.file, self.span.line, self.span.col)
@@ -42,6 +45,8 @@ def render(diagnostic: Diagnostic, source: SourceFile | None) -> str:
     gutter = " " * len(str(span.line))
     message = escape_controls(diagnostic.message)
     lines = [f"error: {message}", f"{gutter}--> {span.file}:{span.line}:{span.col}"]
+    if not diagnostic.shows_source:
+        source = None
     text = source.line_text(span.line).translate(_UNPRINTABLE) if source else ""
     if text or source is not None:
         width = span.end_col - span.col if span.end_line == span.line else len(text) - span.col + 1

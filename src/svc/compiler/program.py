@@ -116,3 +116,9 @@ class CheckedProgram:
     # resolves names; and the files `include_text` read (what `svcc run --watch` watches).
     references: dict[Span, Span] = field(default_factory=dict)
     included_files: list[str] = field(default_factory=list)
+    # The classes `config[T]()` reads, by name, in order of first use (check/config_class.py),
+    # and what svc.toml says for them: its `[config]` table (None without svc.toml), and
+    # whether `[server] demo_routes` leaves /stream and /ws on (svc.pipeline sets both).
+    config_classes: dict[str, None] = field(default_factory=dict)
+    config_table: Optional[dict[str, object]] = None
+    demo_routes: bool = True

@@ -146,12 +146,15 @@ def run_tests(code: list[tuple[str, types.CodeType]], tests: list[SvcTest],
 
 def run_one(code: list[tuple[str, types.CodeType]], test: SvcTest, timeout: float) -> Outcome:
     """Run one test in a fresh namespace; never raises for anything the test does."""
-    from svc.runner import load_namespace
+    from svc.runner import load_namespace, read_configuration
     from svc.runtime.support import SvcError
 
     started = time.monotonic()
     try:
         namespace = load_namespace(code)  # fresh module state for every test
+        problems = read_configuration(namespace)
+        if problems:
+            return Outcome(False, time.monotonic() - started, tuple(problems))
         result = _call_with_limit(namespace[global_name(test.name)], timeout)
     except KeyboardInterrupt:
         raise

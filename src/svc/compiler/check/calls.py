@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from svc.compiler import builtin_table as B
-from svc.compiler.check import generics, maps
+from svc.compiler.check import config_class, generics, maps
 from svc.compiler.check import http_types as check_http
 from svc.compiler.check import regex_patterns
 from svc.compiler.check.context import suggest
@@ -270,6 +270,8 @@ class CallChecker(ExpressionChecker):
             return Opt(m.value) if isinstance(m, MapOf) else UNKNOWN
         if r == B.RESPONSE_OF_BODY:
             return check_http.response_of(arg_types)
+        if r == B.TYPE_ARG:
+            return type_arg if type_arg is not None else UNKNOWN
         if r == B.BODY_OF_RESPONSE:
             return arg_types[0].body if arg_types and isinstance(arg_types[0], ResponseOf) \
                 else UNKNOWN
@@ -307,6 +309,13 @@ class CallChecker(ExpressionChecker):
                 self.error(f"{b.name}[T] needs a class whose fields are scalars or T? of "
                            f"scalars; {problem}", texpr.span)
                 return None
+        elif b.type_param == B.CONFIG_CLASS:
+            problem = config_class.class_problem(self.ctx.program, t)
+            if problem:
+                self.error(f"{config_class.RULE}; {problem}", texpr.span)
+                return None
+            if isinstance(t, ClassRef):  # always, once class_problem found none
+                self.ctx.program.config_classes.setdefault(t.name, None)
         elif not is_json_type(t, self.ctx.field_types):
             self.error(f"{b.name}[T] needs a JSON type (class, List, number, str, bool, T?), "
                        f"found {fmt(t)}", texpr.span)

@@ -24,9 +24,10 @@ import ast
 import copy
 import keyword
 
+from svc.compiler.check import config_class
 from svc.compiler.codegen import background_table, builtin_calls, route_table
 from svc.compiler.codegen.pyast import (
-    JOBS, PREFIX, ROUTES, SCHEDULES, TX_SCOPE, CodegenError, field_name, type_of,
+    CONFIG, JOBS, PREFIX, ROUTES, SCHEDULES, TX_SCOPE, CodegenError, field_name, type_of,
 )
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import located as _located
@@ -151,6 +152,8 @@ class _ModuleGen:
         if self.is_entry:
             body.append(self.route_list())
             body += self.background_lists()
+            if self.program.config_classes:
+                body.append(self.config_table())
         head = self.imports()
         mod = ast.Module(body=head + body, type_ignores=[])
         first = self.module.items[0].span if self.module.items else None
@@ -492,6 +495,24 @@ class _ModuleGen:
             node = ast.Assign(targets=[_store(name)], value=ast.List(elts=entries, ctx=ast.Load()))
             out.append(_located(node, spans[-1]) if spans else node)
         return out
+
+    def config_table(self) -> ast.stmt:
+        """`_svc_CONFIG = (svc.toml's [config] or None, ((Class, "Class", fields), ...))`,
+        read by svc.runtime.config before `main` (its values are TOML scalars)."""
+        table = self.program.config_table
+        table_node: ast.expr = ast.Constant(None) if table is None else ast.Dict(
+            keys=[ast.Constant(k) for k in table],
+            values=[ast.Constant(v) for v in table.values()])  # type: ignore[arg-type]
+        entries: list[ast.expr] = [
+            ast.Tuple(elts=[_name(global_name(name)), ast.Constant(name),
+                            # a tuple of constants is a constant to compile()
+                            ast.Constant(config_class.field_specs(  # type: ignore[arg-type]
+                                self.program, name))],
+                      ctx=ast.Load())
+            for name in self.program.config_classes]
+        value = ast.Tuple(elts=[table_node, ast.Tuple(elts=entries, ctx=ast.Load())],
+                          ctx=ast.Load())
+        return ast.Assign(targets=[_store(CONFIG)], value=value)
 
     def handler_name(self, function: str) -> str:
         """The Python function a route calls: the plain-def twin when there is one."""

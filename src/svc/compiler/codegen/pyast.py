@@ -19,6 +19,9 @@ ROUTES = PREFIX + "ROUTES"
 #: The entry module's job and schedule tables (codegen/background_table.py).
 JOBS = PREFIX + "JOBS"
 SCHEDULES = PREFIX + "SCHEDULES"
+#: The entry module's configuration table, when the program calls `config[T]()`
+#: (svc.runtime.config reads it before `main`).
+CONFIG = PREFIX + "CONFIG"
 
 #: A function's list of the transactions it began (`db_begin` adds to it); they end with it.
 TX_SCOPE = PREFIX + "txs"
