@@ -36,6 +36,7 @@ TABLES = ("config", "server")
 #: The keys of `[server]`, each a boolean.
 SERVER_KEYS = {"demo_routes": "whether the demonstration routes /stream and /ws are served"}
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_ASSIGNED_KEY = re.compile(r"\s*([\w.\"' -]+?)\s*=")
 
 
 @dataclass
@@ -65,8 +66,9 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         position = _TOML_POSITION.search(text)
         if position is None:
             return error(f"invalid svc.toml: {text}")
-        return error(f"invalid svc.toml: {text[:position.start()]}",
-                     int(position.group(1)), int(position.group(2)))
+        line = int(position.group(1))
+        return error(f"invalid svc.toml: {text[:position.start()]}", line,
+                     int(position.group(2)), shows_source=not _assigns_secret(source, line))
     for key, value in data.items():
         line, col = _key_position(source, key)
         if key in TABLES:
@@ -99,6 +101,13 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
                      len("entry"))
     return Project(directory, path, data.get("name"), dict(data.get("config", {})),
                    data.get("server", {}).get("demo_routes", True)), []
+
+
+def _assigns_secret(source: SourceFile, line: int) -> bool:
+    """Whether that line of the TOML text assigns a key named like a secret (its value must
+    not be printed, even when the line does not parse)."""
+    m = _ASSIGNED_KEY.match(source.line_text(line)) if 1 <= line <= len(source.lines) else None
+    return m is not None and is_secret(m.group(1).rpartition(".")[2].strip("\"' "))
 
 
 def _config_problem(table: dict) -> tuple[str, str] | None:

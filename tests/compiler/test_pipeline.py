@@ -231,6 +231,21 @@ def test_a_config_key_is_found_under_its_table_not_elsewhere(tmp_path: Path) -> 
                             "svc.toml [config] (config classes: none)")]
 
 
+@pytest.mark.parametrize("toml", [
+    'entry = "main.svc"\n[config]\napi_token = "hunter2"\n',
+    'entry = "main.svc"\n[config]\n"db_password" = "hunter2\n',  # does not parse
+    'entry = "main.svc"\nconfig.session_secret = "hunter2"\n',
+    'entry = "main.svc"\nconfig = { stripe_key = "hunter2" }\n',
+])
+def test_a_secret_in_svc_toml_is_never_printed(tmp_path: Path, toml: str) -> None:
+    write(tmp_path, {"svc.toml": toml, "main.svc": MAIN})
+    failed = check(Target(project=str(tmp_path)))
+    assert isinstance(failed, Failed)
+    shown = render_all(failed.diagnostics, failed.sources)
+    assert "hunter2" not in shown, shown
+    assert "svc.toml:3:" in shown or "svc.toml:2:" in shown, shown
+
+
 def test_a_10000_line_program_checks(in_tmp: Path) -> None:
     """The speed benchmark's program is valid (the timing itself is measured by hand)."""
     from tests.helpers.large_program import generate

@@ -224,3 +224,266 @@ def test_svcc_test_reads_the_configuration_before_each_test(tmp_path: Path) -> N
     assert result.returncode == 1
     assert "FAIL test_reads" in result.stdout and "SVC_CONFIG_MAX_ITEMS" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+# --- /ready -----------------------------------------------------------------------------------
+
+SERVER = """\
+class Note:
+    id: i64
+    text: str
+
+@post("/notes/{id}")
+async def add(db: Db, id: i64, text: str) -> Result[unit, Error]:
+    try await db_exec(db, "INSERT INTO notes (id, text) VALUES (?, ?)", id, text)
+    return ok(())
+
+@get("/notes")
+async def notes(db: Db) -> Result[List[Note], Error]:
+    return await db_all[Note](db, "SELECT id, text FROM notes ORDER BY id")
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(env("SVC_DB", "notes.sqlite"))
+    try await db_exec(db, "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+    return await serve(db, try parse_i64(env("SVC_PORT", "8080")))
+"""
+
+READY = {"status": "ready"}
+
+
+def serve_notes(folder: Path, env: dict[str, str] | None = None, toml: str | None = None):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "notes.svc").write_text(SERVER)
+    if toml is None:
+        return start([str(folder / "notes.svc")], env=env, cwd=folder)
+    (folder / "svc.toml").write_text('entry = "notes.svc"\n' + toml)
+    return start(["--project", str(folder)], env=env, cwd=folder)
+
+
+def ask_ready(server, limit: float = 2.0):
+    started = time.monotonic()
+    response = server.request("GET", "/ready")
+    took = time.monotonic() - started
+    assert took < limit, took
+    return response, took
+
+
+def wait_until_ready(server, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while server.request("GET", "/ready").status != 200:
+        assert time.monotonic() < deadline, "/ready did not answer 200 again"
+        time.sleep(0.2)
+
+
+def assert_not_ready(response, reason: str) -> None:
+    assert response.status == 503, (response.status, response.body)
+    assert response.headers.get("retry-after") == "1", response.headers
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json() == {"error": f"not ready: {reason}"}, response.body
+
+
+def test_ready_on_sqlite_and_not_while_the_database_thread_is_held(tmp_path: Path) -> None:
+    """A write waiting for another process's lock holds the database thread: /ready's
+    SELECT 1 waits behind it, and /ready answers 503 after 1 s; once the lock is gone, 200."""
+    import sqlite3
+    import threading
+
+    server = serve_notes(tmp_path / "app")
+    try:
+        response, _ = ask_ready(server)
+        assert response.status == 200 and response.json() == READY
+        assert response.headers["content-type"].startswith("application/json")
+        assert server.request("HEAD", "/ready").status == 200
+        assert server.request("POST", "/ready").status == 405
+        assert server.request("GET", "/health").body == b"ok"
+        holder = sqlite3.connect(tmp_path / "app" / "notes.sqlite", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # the write lock, for as long as this test likes
+        try:
+            writes: list[int] = []
+            writer = threading.Thread(target=lambda: writes.append(
+                server.request("POST", "/notes/1?text=waits").status))
+            writer.start()
+            time.sleep(0.3)
+            response, took = ask_ready(server)
+            assert_not_ready(response, "the database did not answer within 1 s")
+            assert 0.9 < took < 1.9, took
+            assert server.request("GET", "/health").status == 200  # liveness is unaffected
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        writer.join(10)
+        wait_until_ready(server)
+        assert server.request("POST", "/notes/2?text=after").status == 204
+        log = server.log(until="not ready")
+        assert "GET /ready" in log and "not ready: the database did not answer within 1 s" in log
+        assert "Traceback" not in log
+    finally:
+        assert server.stop() == 0
+
+
+def _database(cluster) -> tuple[str, str]:
+    url = cluster.create_database()
+    return url, url.rsplit("/", 1)[1]
+
+
+def test_ready_on_postgresql_follows_a_dropped_and_recreated_database(postgres_cluster,
+                                                                     tmp_path: Path) -> None:
+    url, name = _database(postgres_cluster)
+    server = serve_notes(tmp_path / "app", env={"SVC_DB": url})
+    try:
+        response, _ = ask_ready(server)
+        assert response.status == 200 and response.json() == READY
+        postgres_cluster.sql(f"DROP DATABASE {name} WITH (FORCE)")
+        for _ in range(3):  # the pool's dropped connections, then refused new ones
+            response, _ = ask_ready(server)
+            assert response.status == 503, response.body
+            assert response.json()["error"] in (
+                "not ready: the database is unavailable", "not ready: the database failed")
+            assert response.headers.get("retry-after") == "1"
+        postgres_cluster.sql(f"CREATE DATABASE {name}")
+        wait_until_ready(server)
+        log = server.log(until="not ready")
+        assert "GET /ready: not ready: " in log and "Traceback" not in log
+    finally:
+        assert server.stop() == 0
+
+
+@pytest.fixture
+def own_cluster():
+    """A cluster of this test's own, since the test stops, freezes and starts it."""
+    cluster = start_cluster()
+    yield cluster
+    cluster.remove()
+
+
+def _cluster_processes(cluster) -> list[int]:
+    """The postmaster and its children."""
+    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                children.append(int(entry.name))
+    return [postmaster, *children]
+
+
+def test_ready_on_postgresql_through_an_outage_and_a_frozen_server(own_cluster,
+                                                                  tmp_path: Path) -> None:
+    url, _name = _database(own_cluster)
+    server = serve_notes(tmp_path / "app", env={"SVC_DB": url})
+    try:
+        assert ask_ready(server)[0].status == 200
+        own_cluster.stop("fast")
+        response, took = ask_ready(server)
+        assert_not_ready(response, "the database is unavailable")
+        assert took < 1.0, took  # refused at once: no waiting for the time limit
+        assert server.request("GET", "/health").status == 200
+        own_cluster.start()
+        wait_until_ready(server)
+        frozen = _cluster_processes(own_cluster)
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            response, took = ask_ready(server)
+            assert_not_ready(response, "the database did not answer within 1 s")
+            assert 0.9 < took < 1.9, took
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+        wait_until_ready(server)
+        assert server.request("POST", "/notes/1?text=after").status == 204
+        log = server.log(until="did not answer")
+        assert "Traceback" not in log
+    finally:
+        assert server.stop() == 0
+
+
+# --- the demonstration routes switched off ------------------------------------------------------
+
+def _websocket_upgrade(port: int) -> bytes:
+    """The first bytes the server answers to a WebSocket upgrade request for /ws."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        client.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                       b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                       b"Sec-WebSocket-Version: 13\r\n\r\n")
+        return client.recv(4096)
+
+
+def test_demo_routes_off_answer_404_and_the_rest_is_served(tmp_path: Path) -> None:
+    server = serve_notes(tmp_path / "off", toml="[server]\ndemo_routes = false\n")
+    try:
+        for path in ("/stream", "/ws"):
+            response = server.request("GET", path)
+            assert response.status == 404, (path, response.status)
+            assert response.json() == {"error": "not found"}
+        assert _websocket_upgrade(server.port).startswith(b"HTTP/1.1 404 ")
+        assert server.request("GET", "/health").body == b"ok"
+        assert server.request("GET", "/ready").json() == READY
+        assert server.request("POST", "/notes/1?text=a").status == 204
+        assert server.request("GET", "/notes").json() == [{"id": 1, "text": "a"}]
+    finally:
+        assert server.stop() == 0
+    server = serve_notes(tmp_path / "on", toml="[server]\ndemo_routes = true\n")
+    try:
+        assert server.request("GET", "/stream").body == b"".join(
+            f"chunk:{i}\n".encode() for i in range(5))
+        assert _websocket_upgrade(server.port).startswith(b"HTTP/1.1 101 ")
+        assert server.request("GET", "/ready").status == 200
+    finally:
+        assert server.stop() == 0
+
+
+def test_demo_routes_off_with_workers(tmp_path: Path) -> None:
+    server = serve_notes(tmp_path / "off", toml="[server]\ndemo_routes = false\n",
+                         env={"SVC_WORKERS": "2"})
+    try:
+        for _ in range(4):  # whichever worker takes the connection
+            assert server.request("GET", "/stream").status == 404
+            assert server.request("GET", "/ready").status == 200
+    finally:
+        assert server.stop() == 0
+
+
+def test_openapi_lists_ready_and_leaves_out_switched_off_demo_routes(tmp_path: Path) -> None:
+    def paths(toml: str) -> dict:
+        folder = tmp_path / str(abs(hash(toml)))
+        folder.mkdir()
+        (folder / "notes.svc").write_text(SERVER)
+        (folder / "svc.toml").write_text('entry = "notes.svc"\n' + toml)
+        result = run_to_end(["openapi", "--project", str(folder)])
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)["paths"]
+
+    on = paths("")
+    assert {"/health", "/ready", "/stream", "/ws", "/notes", "/notes/{id}"} == set(on)
+    ready = on["/ready"]["get"]["responses"]
+    assert set(ready) == {"200", "503"}
+    assert ready["200"]["content"]["application/json"]["schema"]["properties"] == {
+        "status": {"type": "string", "const": "ready"}}
+    off = paths("[server]\ndemo_routes = false\n")
+    assert {"/health", "/ready", "/notes", "/notes/{id}"} == set(off)
+    assert paths("[server]\ndemo_routes = true\n") == on
+
+
+def test_test_request_sees_the_server_svcc_run_would_serve(tmp_path: Path) -> None:
+    """svcc test's test_request goes through the same routes: /ready, and the switch."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "notes.svc").write_text(SERVER)
+    (folder / "svc.toml").write_text('entry = "notes.svc"\n[server]\ndemo_routes = false\n')
+    (folder / "notes_test.svc").write_text(
+        "async def test_built_in_routes() -> Result[unit, Error]:\n"
+        '    db = try await db_open(":memory:")\n'
+        '    ready = await test_request(db, "GET", "/ready", headers_of([]), "")\n'
+        "    assert_eq(status(ready), 200)\n"
+        '    assert_eq(body(ready), "{\\"status\\":\\"ready\\"}")\n'
+        '    stream = await test_request(db, "GET", "/stream", headers_of([]), "")\n'
+        "    assert_eq(status(stream), 404)\n"
+        "    return ok(())\n")
+    result = run_to_end(["test", "--project", str(folder)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed, 0 failed" in result.stdout

@@ -33,7 +33,7 @@ def test_every_document_is_valid_openapi_3_1(args: list[str]) -> None:
     document = openapi_document(args)
     validate(document)  # raises with the reason when invalid
     assert document["openapi"] == "3.1.0"
-    assert {"/health", "/stream", "/ws"} <= set(document["paths"])
+    assert {"/health", "/ready", "/stream", "/ws"} <= set(document["paths"])
 
 
 def test_the_task_manager_document() -> None:
@@ -41,12 +41,13 @@ def test_the_task_manager_document() -> None:
     assert document["info"]["title"] == "tasks"
     paths = document["paths"]
     assert set(paths) == {"/", "/api/tasks", "/api/tasks/{id}", "/api/stats", "/health",
-                          "/stream", "/ws"}
+                          "/ready", "/stream", "/ws"}
     routes = {(m, p) for p, item in paths.items() for m in item if m != "description"}
     assert routes == {("get", "/"), ("get", "/api/tasks"), ("post", "/api/tasks"),
                       ("get", "/api/tasks/{id}"), ("put", "/api/tasks/{id}"),
                       ("delete", "/api/tasks/{id}"), ("get", "/api/stats"),
-                      ("get", "/health"), ("get", "/stream"), ("get", "/ws")}
+                      ("get", "/health"), ("get", "/ready"), ("get", "/stream"),
+                      ("get", "/ws")}
     create = paths["/api/tasks"]["post"]
     assert create["operationId"] == "create_task"
     assert create["requestBody"] == {"required": True, "content": {"application/json": {
@@ -214,6 +215,7 @@ def traffic(server) -> None:
     server.request("PATCH", "/api/tasks/1")  # 405
     server.request("GET", "/nowhere")  # 404
     server.request("GET", "/health")
+    server.request("GET", "/ready")
     server.request("HEAD", "/api/stats")
 
 
@@ -224,7 +226,7 @@ def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> No
             traffic(server)
     finally:
         assert server.stop() == 0
-    assert len(exchanges) == 17
+    assert len(exchanges) == 18
     statuses_seen = {e.status for e in exchanges}
     assert {200, 400, 404, 405, 415} <= statuses_seen
     document = openapi_document(["--project", str(PROJECT)])

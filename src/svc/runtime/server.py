@@ -44,14 +44,17 @@ GEN0_THRESHOLD = 20_000
 
 
 async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None = None,
-                schedules: list[Schedule] | None = None) -> None | SvcError:
-    """Serve `routes` (plus /health, /stream, /ws) on 127.0.0.1:port until SIGINT/SIGTERM,
-    and run the program's `jobs` and `schedules` (svc.runtime.background) meanwhile.
+                schedules: list[Schedule] | None = None,
+                demo_routes: bool = True) -> None | SvcError:
+    """Serve `routes` (plus /health, /ready, and /stream and /ws unless `demo_routes` is
+    False) on 127.0.0.1:port until SIGINT/SIGTERM, and run the program's `jobs` and
+    `schedules` (svc.runtime.background) meanwhile.
 
     With `SVC_WORKERS` above 1 this process becomes the supervisor of that many worker
     processes (svc.runtime.workers), each serving through `serve_worker`; unset or 1, it
     serves here, with no supervisor and nothing more to pay.
     """
+    routes = [*builtin_routes.serving(demo_routes), *routes]  # what every process serves
     if os.environ.get(workers.VARIABLE) is not None:
         count = workers.worker_count_from_env()
         if isinstance(count, SvcError):
@@ -87,7 +90,7 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
     raise_open_file_limit()
     loop = asyncio.get_running_loop()
     log = ServerLog(quiet=os.environ.get("SVC_LOG", "").strip().lower() == "quiet")
-    app = App(loop, Router(tuple(builtin_routes.ROUTES) + tuple(routes)), db, wait, log)
+    app = App(loop, Router(tuple(routes)), db, wait, log)  # the built-in ones included
     settle_collector()
     try:
         if listener is not None:

@@ -75,14 +75,15 @@ def response_header(r: Response, name: str) -> str | None:
 # --- test_request ------------------------------------------------------------------------------
 
 async def test_request(db: Any, method: str, path: str, headers: Headers, text: str,
-                       routes: list[Route]) -> Response:
+                       routes: list[Route], demo_routes: bool = True) -> Response:
     """`test_request(db, method, path, headers, body)`: the server's answer to that request,
-    `routes` being the program's (code generation hands them in, as for `serve`)."""
+    `routes` being the program's (code generation hands them in, as for `serve`, and says
+    `demo_routes=False` when svc.toml switches /stream and /ws off)."""
     problem = request_problem(method, path, headers)
     if problem is not None:
         raise SvcFault(f"test_request: {problem}")
     loop = asyncio.get_running_loop()
-    app = App(loop, _router(routes), db, DEFAULT_WAIT_SECONDS, ServerLog(quiet=True))
+    app = App(loop, _router(routes, demo_routes), db, DEFAULT_WAIT_SECONDS, ServerLog(quiet=True))
     transport = MemoryTransport(loop)
     conn = Connection(app)
     conn.connection_made(transport)
@@ -116,11 +117,12 @@ def request_problem(method: str, path: str, headers: Headers) -> str | None:
 _last_router: tuple[list[Route], Router] | None = None
 
 
-def _router(routes: list[Route]) -> Router:
+def _router(routes: list[Route], demo_routes: bool = True) -> Router:
     """The server's router over the built-in routes and the program's, built once per list."""
     global _last_router
     if _last_router is None or _last_router[0] is not routes:
-        _last_router = (routes, Router(tuple(builtin_routes.ROUTES) + tuple(routes)))
+        builtin = builtin_routes.serving(demo_routes)
+        _last_router = (routes, Router(tuple(builtin) + tuple(routes)))
     return _last_router[1]
 
 

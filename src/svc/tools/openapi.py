@@ -7,7 +7,8 @@ binds them, each class is a strict JSON object (every field required, no other f
 success response follows the handler's return type (for a `Response[T]`, the literal
 statuses of the `respond` calls its handler can make), and the error responses are those the
 server can give for that route, all with the `{"error": "..."}` body. The server's own routes
-(`/health`, `/stream`, `/ws`) are described too.
+(`/health`, `/ready`, and `/stream` and `/ws` unless svc.toml switches them off) are described
+too.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def document(program: CheckedProgram, title: str, version: str = "0") -> dict[st
             "Other methods on this path are answered 405 with an Allow header; HEAD is "
             "answered wherever GET is.")})
         item[route.method.lower()] = _operation(program, route, operation_id)
-    paths.update(_builtin_paths())
+    paths.update(_builtin_paths(program.demo_routes))
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version},
@@ -305,16 +306,35 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
 
 # --- the server's own routes ----------------------------------------------------------------------
 
-def _builtin_paths() -> dict[str, Any]:
+def _builtin_paths(demo_routes: bool = True) -> dict[str, Any]:
     text = {"text/plain": {"schema": {"type": "string"}}}
     other_methods = "Answered by the server itself; other methods on this path are 405."
-    return {
+    ready = {"type": "object", "properties": {"status": {"type": "string", "const": "ready"}},
+             "required": ["status"], "additionalProperties": False}
+    paths = {
         "/health": {"description": other_methods, "get": {
             "operationId": "svc_health",
             "summary": "Liveness: always `ok`, also while handlers are busy",
             "responses": {"200": {"description": "The server is up", "content": {
                 "text/plain": {"schema": {"type": "string", "const": "ok"}}}}},
         }},
+        "/ready": {"description": other_methods, "get": {
+            "operationId": "svc_ready",
+            "summary": "Readiness: the database answers a trivial query within 1 s",
+            "responses": {
+                "200": {"description": "Ready to serve", "content": {
+                    "application/json": {"schema": ready}}},
+                "503": {"description": "Not ready: the database did not answer, or failed "
+                                       "(the reason in the body; Retry-After: 1)",
+                        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                        "content": {"application/json": {
+                            "schema": {"$ref": _SCHEMAS + ERROR_SCHEMA}}}},
+            },
+        }},
+    }
+    if not demo_routes:  # svc.toml's [server] demo_routes = false: answered 404, not listed
+        return paths
+    return paths | {
         "/stream": {"description": other_methods, "get": {
             "operationId": "svc_stream",
             "summary": "A chunked body of five chunks, `chunk:0` to `chunk:4`, one per line",

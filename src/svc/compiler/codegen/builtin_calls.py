@@ -143,9 +143,13 @@ _TABLE_USERS = {"serve": ("server", "serve", (ROUTES, JOBS, SCHEDULES)),
 
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`serve(db, port)` also gets the entry module's route, job and schedule tables;
-    `test_request(...)` its routes, `run_jobs(db)` its jobs."""
+    `test_request(...)` its routes, `run_jobs(db)` its jobs; the first two `demo_routes=False`
+    when svc.toml's `[server] demo_routes = false` leaves out /stream and /ws."""
     module, function, tables = _TABLE_USERS[e.target or ""]
-    return _call(gen.runtime(module, function), args + [_name(t) for t in tables])
+    keywords = []
+    if not gen.program.demo_routes and function != "run_jobs":  # svc.toml switched them off
+        keywords.append(ast.keyword(arg="demo_routes", value=ast.Constant(False)))
+    return _call(gen.runtime(module, function), args + [_name(t) for t in tables], keywords)
 
 
 def _enqueue_job(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:

@@ -12,6 +12,7 @@ Shape of a generated module (all modules run in one shared namespace, in load or
     class Task(_svc_Struct, forbid_unknown_fields=True): ...    # one per svc class
     async def get_task(db, id): ...                              # one per svc function
     _svc_ROUTES = [_svc_Route(...), ...]                         # entry module only
+    _svc_CONFIG = (svc.toml's [config], ((Settings, ...), ...))   # entry, if config[T] is used
 
 Names: everything the generator introduces starts with `_svc_`; user names that are Python
 keywords or start with `_svc` are renamed to `_svc_u_<name>`, and locals that share a
