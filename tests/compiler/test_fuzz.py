@@ -41,6 +41,9 @@ SNIPPETS = [b"(", b")", b"[", b"]", b":", b"\n", b"    ", b"\t", b"\"", b"'", b"
             b'@job(', b'@every(', b'@cron(', b'attempts=', b'enqueue(', b'@job("x")\n',
             b'deadline="2s"', b'"5m"', b'"0 3 * * *"', b'backoff=', b'enqueue(db, "x", ',
             b"config[", b"config[Task]()", b"config[i64]()"]
+#: The log builtins among the mutation snippets.
+SNIPPETS += [b"log_info(", b'log_warn("m", Map())', b"log_error(x, m)", b"Map[str, str]()",
+             b'log_info("m", Map[str, i64]())']
 #: The pieces random f-strings are made of (test_fstrings_never_raise).
 FSTRING_PIECES = ["{", "}", "{{", "}}", "x", "name", "1", "2.5", "+", "(", ")", "[", "]", '"',
                   "'", "\\", "\\n", "\\u{41}", "\\q", " ", "#", "f\"", "len(", ",", ".",
@@ -323,4 +326,53 @@ def test_jobs_and_schedules_never_raise(tmp_path: Path) -> None:
     rejected = 0
     for index in range(EXAMPLES):
         rejected += rejected_without_raising(target, job_program(rng).encode("utf-8"), index)
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+
+
+#: The pieces of random log calls' arguments (test_log_calls_never_raise).
+_LOG_MESSAGES = ['"signed in"', '""', '"a\\nb"', "name", "n", "1", "fields", "None", "Some(name)",
+                 'f"{n}"', "name + name"]
+_LOG_FIELDS = ["fields", "Map()", "Map[str, str]()", "Map[str, i64]()", "counts", '"k=v"',
+               "None", "[name]", "name", "get(nested, \"a\")"]
+
+
+def log_call(rng: random.Random) -> str:
+    """A log_info/log_warn/log_error call (or a misspelt one) with arguments of random
+    kinds and number."""
+    name = rng.choice(["log_info", "log_warn", "log_error"] * 4 + ["log_debug", "log_info[str]"])
+    args = [rng.choice(_LOG_MESSAGES), rng.choice(_LOG_FIELDS)]
+    shape = rng.random()
+    if shape < 0.1:
+        args = args[:1]
+    elif shape < 0.2:
+        args.append(rng.choice(_LOG_MESSAGES))
+    elif shape < 0.25:
+        args = []
+    elif shape < 0.3:
+        args = [f"message={args[0]}", f"fields={args[1]}"]
+    text = f"{name}({', '.join(args)})"
+    if rng.random() < 0.1:  # a statement's value used: log calls return unit
+        text = rng.choice([f"x = {text}", f"return {text}", f"print({text})"])
+    return text
+
+
+@pytest.mark.fuzz
+def test_log_calls_never_raise(tmp_path: Path) -> None:
+    """A random log_info/log_warn/log_error call (arguments of every kind, too few and too many,
+    keywords, the result used) in a handler, a plain function or main, beside right ones:
+    each program checks or gives diagnostics with valid positions, never an exception."""
+    rng = random.Random(SEED)
+    target = tmp_path / "logs.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        calls = ["log_info(name, fields)", 'log_warn("w", fields)', "log_error(name, Map())"]
+        calls[rng.randrange(3)] = log_call(rng)
+        text = ('@get("/x/{name}")\nasync def x(name: str) -> Result[str, Error]:\n'
+                "    let fields: Map[str, str] = Map()\n    set(fields, \"user\", name)\n"
+                f"    {calls[0]}\n    return ok(name)\n\n"
+                "def helper(n: i64, counts: Map[str, i64], nested: Map[str, Map[str, str]]):\n"
+                f"    name = str(n)\n    fields = Map[str, str]()\n    {calls[1]}\n\n"
+                "async def main() -> Result[unit, Error]:\n    name = \"m\"\n"
+                f"    fields = Map[str, str]()\n    {calls[2]}\n    return ok(())\n")
+        rejected += rejected_without_raising(target, text.encode("utf-8"), index)
     assert 0 < rejected < EXAMPLES  # both good and bad programs were made

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from svc.compiler.svctypes import HEADERS, Opt, ResponseOf  # the HTTP builtins' types
+from svc.compiler.svctypes import MapOf  # the log builtins' fields
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, TX, UNIT, ListOf, ResultOf, Type,
 )
@@ -376,6 +377,16 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),
        WITH_ROUTES, "Serves the program's routes over HTTP on 127.0.0.1:port until stopped.",
        errors=INVALID),
+    # logs (runtime/serverlog.py): one line on stderr, with the request id inside a request
+    _b("log_info(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
+       "serverlog.log_info", "Writes one log line at level info: the message, the fields and, "
+       "inside a request, its request id (text or JSON, as SVC_LOG_FORMAT says)."),
+    _b("log_warn(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
+       "serverlog.log_warn", "Writes one log line at level warn: the message, the fields and, "
+       "inside a request, its request id."),
+    _b("log_error(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
+       "serverlog.log_error", "Writes one log line at level error: the message, the fields "
+       "and, inside a request, its request id."),
     # runtime test functions (runtime/concurrency.py)
     _b("async task_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
        "concurrency.task_demo", "A runtime self-test (tasks).", errors=DEMO_ERRORS),

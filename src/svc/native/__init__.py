@@ -38,6 +38,7 @@ MODULES = (
     "svc.runtime.compiled.custom_response",
     "svc.runtime.compiled.connection",
     "svc.runtime.compiled.eager",
+    "svc.runtime.compiled.accesslog",
 )
 
 HERE = Path(__file__).resolve().parent

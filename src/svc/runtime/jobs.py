@@ -27,6 +27,7 @@ from typing import Any
 from svc.contract import Job
 from svc.process import fault_message
 from svc.runtime import job_store as store
+from svc.runtime import metrics
 from svc.runtime.context import set_request_deadline
 from svc.runtime.db import db_one
 from svc.runtime.db.transactions import refuse_if_held
@@ -68,6 +69,7 @@ async def enqueue(db: Db | Tx, name: str, payload: Any, attempts: int,
         return SvcError(row.kind, f"cannot enqueue job '{name}': {row.message}")
     for event in _wake_events:  # a runner in this process looks now (after a commit: soon)
         event.set()
+    metrics.job_enqueued(name)
     return row.id  # type: ignore[attr-defined]
 
 
@@ -172,6 +174,7 @@ class JobRunner:
         started = time.perf_counter()
         outcome = await self.outcome(definition, job)
         if outcome is None:
+            metrics.job_ran(job.name, "done", time.perf_counter() - started)
             done = await store.mark_done(self.db, job, self.runner)
             if isinstance(done, SvcError):
                 self.log.error(f"jobs: job {job.name} #{job.id} ran but could not be marked "
@@ -189,6 +192,7 @@ class JobRunner:
     async def failed(self, definition: Job, job: store.ClaimedJob, why: str,
                      seconds: float) -> None:
         where = f"job {job.name} #{job.id} attempt {job.attempt} of {job.max_attempts}"
+        metrics.job_ran(job.name, "dead" if job.attempt >= job.max_attempts else "retry", seconds)
         if job.attempt >= job.max_attempts:
             self.log.error(f"jobs: {where} failed after {seconds * 1000:.0f} ms ({why}); no "
                            "attempts left, it is dead")

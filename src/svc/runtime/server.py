@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Job, Route, Schedule
 from svc.process import close_databases, stop_on_signals
-from svc.runtime import builtin_routes, workers
+from svc.runtime import builtin_routes, metrics, serverlog, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
-from svc.runtime.serverlog import ServerLog
+from svc.runtime.serverlog import ServerLog, log_format_from_env, quiet_from_env
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import watch_loop
 
@@ -55,6 +55,15 @@ async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None 
     serves here, with no supervisor and nothing more to pay.
     """
     routes = [*builtin_routes.serving(demo_routes), *routes]  # what every process serves
+    log_format = log_format_from_env()  # refused once, before anything starts
+    if isinstance(log_format, SvcError):
+        return log_format
+    metrics_port = metrics.port_from_env()
+    if isinstance(metrics_port, SvcError):
+        return metrics_port
+    if metrics_port is not None and metrics_port == port:
+        return SvcError("invalid", f"SVC_METRICS_PORT must be another port than the "
+                                   f"program's own ({port})")
     if os.environ.get(workers.VARIABLE) is not None:
         count = workers.worker_count_from_env()
         if isinstance(count, SvcError):
@@ -64,7 +73,7 @@ async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None 
             if isinstance(wait, SvcError):
                 return wait
             worker = functools.partial(serve_worker, jobs=jobs or [], schedules=schedules or [])
-            return await workers.supervise(db, port, routes, count, worker)
+            return await workers.supervise(db, port, routes, count, worker, metrics_port)
     with watch_loop(asyncio.get_running_loop()):
         return await _serve(db, port, routes, jobs or [], schedules or [])
 
@@ -87,9 +96,15 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
         return wait
     if not isinstance(port, int) or not 0 <= port <= 65535:
         return SvcError("invalid", f"invalid port {port}")
+    log_format = log_format_from_env()
+    if isinstance(log_format, SvcError):
+        return log_format
+    metrics_port = metrics.port_from_env()
+    if isinstance(metrics_port, SvcError):
+        return metrics_port
     raise_open_file_limit()
     loop = asyncio.get_running_loop()
-    log = ServerLog(quiet=os.environ.get("SVC_LOG", "").strip().lower() == "quiet")
+    log = ServerLog(quiet=quiet_from_env(), json=log_format == "json")
     app = App(loop, Router(tuple(routes)), db, wait, log)  # the built-in ones included
     settle_collector()
     try:
@@ -104,6 +119,10 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
             return SvcError("invalid", f"port {port} is already in use")
         return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     bound = server.sockets[0].getsockname()[1]
+    endpoint = await _start_metrics(app, metrics_port)
+    if isinstance(endpoint, SvcError):
+        server.close()
+        return endpoint
     background: Background | None = None
     if jobs or schedules:  # imported only by programs that have them
         from svc.runtime.background import start_background
@@ -111,9 +130,12 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
         started = await start_background(db, jobs, schedules, log)
         if isinstance(started, SvcError):
             server.close()
+            if endpoint is not None:
+                endpoint.close()
             return started
         background = started
     app.sweeper.start()
+    serverlog.active = log  # the log_* builtins' lines join the access lines
     stop = asyncio.Event()
     # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
     # it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it short.
@@ -125,8 +147,28 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
         try:
             await stop.wait()
         finally:
+            if endpoint is not None:
+                endpoint.close()
             await shut_down(app, server, background=background)
+            serverlog.active = None
+            metrics.stop(app)
     return None
+
+
+async def _start_metrics(app: App, port: int | None) -> asyncio.AbstractServer | None | SvcError:
+    """With `SVC_METRICS_PORT` set: count this process's requests, and serve them on that
+    port (one process), or write them for the supervisor to serve (a worker: its sweep
+    writes them out once per tick). Returns the endpoint this process serves, if any."""
+    if port is None:
+        return None
+    counts = metrics.start(app)
+    app.log.set_metrics(counts.requests)
+    if metrics.folder is not None:  # a worker: the supervisor serves the sum of the workers
+        app.sweeper.hooks.append(metrics.write_snapshot)
+        return None
+    from svc.runtime import metrics_endpoint  # the client library, only when asked for
+
+    return await metrics_endpoint.start(port, lambda: metrics.merge([counts.snapshot()]))
 
 
 def settle_collector() -> None:

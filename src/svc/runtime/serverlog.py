@@ -1,52 +1,194 @@
-"""The server's stderr log: one access line per request, and error details, buffered.
+"""The server's stderr log, the side of it that is not per request: the format
+(`SVC_LOG_FORMAT`), error details, the program's own lines (`log_info`, `log_warn`,
+`log_error`), and request ids. The per-request side (`ServerLog`, its access lines, the
+request counts of the metrics, making ids) is compiled with the request path:
+svc.runtime.compiled.accesslog, whose names this module re-exports.
 
 Lines are collected in memory and written with one `write` per sweep tick (or when the
-buffer grows large), so logging does not cost a syscall per request. `SVC_LOG=quiet`
-turns off the access lines; error details are always written, since they are the only
-place a 500's cause appears.
+buffer grows large), so logging does not cost a syscall per request. `SVC_LOG=quiet` turns
+off the access lines; error details and the program's own lines are always written, since
+they are the only place a 500's cause appears.
+
+Two formats (`SVC_LOG_FORMAT`): `text`, the default, for a terminal
+(`GET /items?limit=5 200 0.3ms`), and `json`, one JSON object per line for a log collector.
+
+Request ids: a request keeps the id it came with in a valid `X-Request-Id` (the parser keeps
+it: protocol.valid_request_id), or gets one made (accesslog.new_request_id: a random prefix
+per process and a counter, far cheaper than a UUID per request). With JSON logs every request
+has one and every answer carries it. With text logs an id is made only when a line is
+written about the request (an error's details, a `log_*` call in its handler), so the
+default path pays nothing for ids; an answer carries the id whenever its request has one
+(the connection writes the header: svc.runtime.compiled.connection).
+
+The request a handler step runs for is `svc.runtime.compiled.eager.running.request`, set by
+the connection around each step (plain attribute stores, cheaper than a context variable):
+that is how `log_info` inside a handler finds its request's id.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from time import perf_counter
+from typing import TYPE_CHECKING, Any
 
-FLUSH_AT = 512
+import msgspec
+
+from svc.runtime.compiled import accesslog, eager
+from svc.runtime.compiled.accesslog import (  # noqa: F401 - part of this module's API
+    FLUSH_AT, ServerLog, clock, new_request_id,
+)
+from svc.runtime.compiled.protocol import valid_request_id  # noqa: F401 - part of this API
+from svc.runtime.support import SvcError
+
+if TYPE_CHECKING:
+    from svc.runtime.compiled.protocol import Request
+
+FORMAT_VARIABLE = "SVC_LOG_FORMAT"
+FORMATS = ("text", "json")
+
+#: The log a server process writes to while it serves (set by svc.runtime.server), where the
+#: `log_*` builtins add their lines; None elsewhere (`main` before `serve`, `svcc test`), where
+#: they write to stderr at once.
+active: ServerLog | None = None
 
 
-class ServerLog:
-    __slots__ = ("quiet", "lines", "stream")
+def request_id(req: Request) -> str:
+    """The request's id, made now if it has none (it then stays with the request, and its
+    answer carries it)."""
+    rid = req.rid
+    if not rid:
+        rid = req.rid = new_request_id()
+    return rid
 
-    def __init__(self, quiet: bool = False, stream=None) -> None:
-        self.quiet = quiet
-        self.lines: list[str] = []
-        self.stream = stream
 
-    def access(self, method: str, target: bytes, status: int, started: float) -> None:
-        """`GET /search?q=x 200 0.4ms`: method, request target as received, status, duration.
+# --- the format ----------------------------------------------------------------------------------
 
-        The target stays bytes until here, so a quiet server never decodes it."""
-        if self.quiet:
-            return
-        lines = self.lines
-        lines.append(f"{method} {target.decode('latin-1')} {status} "
-                     f"{(perf_counter() - started) * 1000:.1f}ms\n")
-        if len(lines) >= FLUSH_AT:
-            self.flush()
+def log_format_from_env() -> str | SvcError:
+    """`SVC_LOG_FORMAT`: `text` (the default, also when unset) or `json`, in any case."""
+    raw = os.environ.get(FORMAT_VARIABLE)
+    if raw is None:
+        return "text"
+    text = raw.strip().lower()
+    if text in FORMATS:
+        return text
+    return SvcError("invalid", f"{FORMAT_VARIABLE} must be 'text' or 'json' (got {raw!r})")
 
-    def error(self, message: str) -> None:
-        self.lines.append(message if message.endswith("\n") else message + "\n")
-        if len(self.lines) >= FLUSH_AT:
-            self.flush()
 
-    def flush(self) -> None:
-        if not self.lines:
-            return
-        text = "".join(self.lines)
-        self.lines.clear()
-        stream = self.stream or sys.stderr
-        try:
-            stream.write(text)
-            stream.flush()
-        except (OSError, ValueError):  # stderr closed: nothing better to do than drop the lines
-            pass
+def quiet_from_env() -> bool:
+    """`SVC_LOG=quiet` (any case): no access lines."""
+    return os.environ.get("SVC_LOG", "").strip().lower() == "quiet"
+
+
+# --- lines that are not per request (the access line is accesslog.py's) -------------------------
+
+class ErrorLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An error's details: about a request (its id, method, path, route) or about the
+    server's own work (jobs, schedules, the worker supervisor: only the message)."""
+    time: str
+    level: str
+    message: str
+    request_id: str = ""
+    method: str = ""
+    path: str = ""
+    route: Any = None
+    fault: str = ""
+    trace: str = ""
+
+
+class ProgramLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A `log_info`, `log_warn` or `log_error` line: the program's fields under `fields`, so
+    none can replace a key of the line itself."""
+    time: str
+    level: str
+    message: str
+    request_id: str = ""
+    fields: dict
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def request_error_line(as_json: bool, req: Request, route: Any, message: str, trace: str,
+                       fault: str) -> str:
+    """ServerLog.request_error's line: `GET /notes: database error: ... request_id=...` and a
+    fault's trace after it, or one JSON object."""
+    rid = request_id(req)
+    if as_json:
+        path = req.target.decode("latin-1").partition("?")[0]
+        return _encode(ErrorLine(
+            time=clock.now(), level="error", message=message, request_id=rid,
+            method=req.method, path=path, route=None if route is None else route.route.path,
+            fault=fault, trace=trace)).decode("utf-8")
+    text = f"{req.method} {req.target.decode('latin-1')}: {message} request_id={rid}"
+    return f"{text}\n{trace}" if trace else text
+
+
+def standalone_error(message: str) -> str:
+    """An error line in JSON that is not about a request (jobs, schedules, the worker
+    supervisor's `worker ... killed` line)."""
+    return _encode(ErrorLine(time=clock.now(), level="error", message=message.rstrip("\n"))
+                   ).decode("utf-8") + "\n"
+
+
+def _text_field(value: str) -> str:
+    """A key or value on a text line: as is when it is one plain word, else quoted as JSON."""
+    if value and value.isprintable() and " " not in value and '"' not in value \
+            and "=" not in value:
+        return value
+    return _encode(value).decode("utf-8")
+
+
+def _text_message(message: str) -> str:
+    """A message on a text line: as is, unless it holds line breaks or other control
+    characters (then quoted as JSON, so it stays one line)."""
+    return message if message.isprintable() else _encode(message).decode("utf-8")
+
+
+accesslog.formatting = sys.modules[__name__]  # ServerLog formats its rare lines with these
+
+
+# --- log_info, log_warn, log_error -----------------------------------------------------------------
+
+def program_line(as_json: bool, level: str, message: str, fields: dict, rid: str) -> str:
+    """One line of the program's own: `INFO signed in user=ada request_id=...` (text), or
+    `{"time":...,"level":"info","message":"signed in","request_id":...,"fields":{"user":"ada"}}`."""
+    if as_json:
+        return _encode(ProgramLine(time=clock.now(), level=level, message=message,
+                                   request_id=rid, fields=fields)).decode("utf-8") + "\n"
+    parts = [f"{level.upper()} {_text_message(message)}"]
+    for key, value in fields.items():
+        parts.append(f"{_text_field(key)}={_text_field(value)}")
+    if rid:
+        parts.append(f"request_id={rid}")
+    return " ".join(parts) + "\n"
+
+
+def _log(level: str, message: str, fields: dict) -> None:
+    req = eager.running.request
+    rid = "" if req is None else request_id(req)
+    log = active
+    if log is not None:
+        log.program(level, message, fields, rid)
+        return
+    # not serving (`main` before `serve`, `svcc test`): at once, in the format asked for
+    line = program_line(log_format_from_env() == "json", level, message, fields, rid)
+    try:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def log_info(message: str, fields: dict) -> None:
+    """`log_info(message, fields)`: one line on stderr at level info."""
+    _log("info", message, fields)
+
+
+def log_warn(message: str, fields: dict) -> None:
+    """`log_warn(message, fields)`: one line on stderr at level warn."""
+    _log("warn", message, fields)
+
+
+def log_error(message: str, fields: dict) -> None:
+    """`log_error(message, fields)`: one line on stderr at level error."""
+    _log("error", message, fields)

@@ -84,9 +84,13 @@ def available_cpus() -> int:
 
 
 async def supervise(db: Any, port: int, routes: list[Route], count: int,
-                    serve_worker: ServeWorker) -> None | SvcError:
+                    serve_worker: ServeWorker, metrics_port: int | None = None
+                    ) -> None | SvcError:
     """Serve with `count` worker processes, each running `serve_worker` (server.py's); returns
-    after SIGINT/SIGTERM once all have exited, or a startup error (nothing is left running)."""
+    after SIGINT/SIGTERM once all have exited, or a startup error (nothing is left running).
+
+    With `metrics_port` (`SVC_METRICS_PORT`) this process serves the metrics endpoint: the
+    sum of the snapshots the workers write to a private folder (svc.runtime.metrics)."""
     problem = _startup_problem(port)
     if problem is not None:
         return problem
@@ -94,9 +98,19 @@ async def supervise(db: Any, port: int, routes: list[Route], count: int,
     if isinstance(listener, SvcError):
         return listener
     supervisor = Supervisor(db, listener, routes, count, serve_worker)
+    endpoint = None
+    if metrics_port is not None:
+        endpoint = await supervisor.serve_metrics(metrics_port)
+        if isinstance(endpoint, SvcError):
+            listener.close()
+            supervisor.forget_metrics()
+            return endpoint
     try:
         return await supervisor.run()
     finally:
+        if endpoint is not None:
+            endpoint.close()
+            supervisor.forget_metrics()
         listener.close()
         close_databases()
 
@@ -192,6 +206,51 @@ class Supervisor:
         self.workers: dict[int, Worker] = {}  # slot → its current worker
         self.stop = asyncio.Event()
         self.loop = asyncio.get_running_loop()
+        #: The counts of the workers that died (their gauges no longer count), when metrics
+        #: are on: svc.runtime.metrics.merge's `counts_only`.
+        self.retired: list[dict] = []
+
+    async def serve_metrics(self, port: int) -> Any:
+        """Make the folder the workers will write their metrics to (before they fork), and
+        serve the sum of their files on `port`: the endpoint, or the SvcError of a port in
+        use."""
+        import tempfile
+
+        from svc.runtime import metrics, metrics_endpoint
+
+        metrics.folder = tempfile.mkdtemp(prefix="svc-metrics-")  # private: mode 0700
+        return await metrics_endpoint.start(port, self.metrics_snapshot)
+
+    def metrics_snapshot(self) -> dict:
+        """At a scrape: the workers' last snapshots (at most one sweep tick old) summed, and
+        the counts of the workers that died."""
+        from svc.runtime import metrics
+
+        found = [metrics.read_snapshot(worker.pid) for worker in self.workers.values()]
+        return metrics.merge([snapshot for snapshot in found if snapshot], self.retired)
+
+    def _retire_metrics(self, pid: int) -> None:
+        """A worker died: keep its counters (they must not go down), drop its file."""
+        from svc.runtime import metrics
+
+        if metrics.folder is None:
+            return
+        last = metrics.read_snapshot(pid)
+        if last is not None:
+            self.retired = [metrics.merge([], self.retired + [last])]
+        try:
+            os.remove(metrics.worker_file(pid))
+        except OSError:
+            pass
+
+    def forget_metrics(self) -> None:
+        from svc.runtime import metrics
+
+        if metrics.folder is not None:
+            import shutil
+
+            shutil.rmtree(metrics.folder, ignore_errors=True)
+            metrics.folder = None
 
     async def run(self) -> None | SvcError:
         with stop_on_signals(self.loop, self.stop):
@@ -258,6 +317,7 @@ class Supervisor:
                     continue
                 lived = time.monotonic() - worker.started
                 _log(f"worker {worker.pid} {ended}; starting a new one")
+                self._retire_metrics(worker.pid)
                 if lived < MIN_LIFETIME:
                     await asyncio.sleep(MIN_LIFETIME - lived)
                     if self.stop.is_set():
@@ -304,8 +364,12 @@ def _signal(pid: int, signum: int) -> None:
 
 
 def _log(message: str) -> None:
+    """A line of the supervisor's own: `svc: ...`, or a JSON error line (`SVC_LOG_FORMAT`)."""
+    from svc.runtime.serverlog import log_format_from_env, standalone_error
+
+    line = standalone_error(message) if log_format_from_env() == "json" else f"svc: {message}\n"
     try:
-        sys.stderr.write(f"svc: {message}\n")
+        sys.stderr.write(line)
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

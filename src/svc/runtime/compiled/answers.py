@@ -49,12 +49,18 @@ class FixedBytes(Answer):
     def serve(self, conn: Connection, req: Request, route: CompiledRoute,
               captures: tuple[bytes, ...]) -> None:
         keep = conn.keeps_alive(req)
+        line = conn.id_line(req)
+        if line:  # an answer with an X-Request-Id field is rendered anew
+            fixed = self.fixed
+            return conn.send(req, 200, keep, responses.render(
+                200, fixed.content_type, fixed.body, keep, line, req.method != "HEAD"))
         conn.send(req, 200, keep, self.fixed.render(keep, req.method != "HEAD"))
 
 
 class CallNow(Answer):
     """A plain `def` handler: it cannot await, so it is called and answered on the spot, with
-    no coroutine, no Resumer and no request deadline in the context (nothing could read it)."""
+    no coroutine, no Resumer and no request deadline in the context (nothing could read it);
+    `running.request` is the request while it runs (for the `log_*` builtins' request id)."""
 
     def serve(self, conn: Connection, req: Request, route: CompiledRoute,
               captures: tuple[bytes, ...]) -> None:
@@ -62,10 +68,14 @@ class CallNow(Answer):
             args = route.arguments(captures, req, conn.app.db)
         except BindError as refusal:
             return conn.refuse(req, refusal)
+        running = conn.app.running
+        running.request = req
         try:
             outcome = route.handler(*args)
         except Exception as exc:
+            running.request = None
             return conn.fault(req, exc)
+        running.request = None
         conn.answer(req, route, outcome)
 
 

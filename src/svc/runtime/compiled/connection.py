@@ -35,6 +35,7 @@ from time import perf_counter
 from typing import Any
 
 from svc.contract import PROCESSING_LIMIT, ResultKind
+from svc.process import fault_message
 from svc.runtime import builtin_routes
 from svc.runtime.compiled import custom_response, eager, responses
 from svc.runtime.context import request_deadline_var as _deadline_var
@@ -42,7 +43,8 @@ from svc.runtime.deadlines import Sweeper
 from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.compiled.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.compiled.routing import BindError, CompiledRoute, Refusal, Router
-from svc.runtime.serverlog import ServerLog
+from svc.runtime.compiled.accesslog import ServerLog, new_request_id
+from svc.runtime import serverlog  # noqa: F401 - formats ServerLog's rare lines (accesslog.py)
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import SvcTimeout
 from svc.runtime.websocket import EchoSession
@@ -98,6 +100,15 @@ class App:
         self.wait = wait_seconds
         self.processing_limit = processing_limit
         self.log = log
+        #: Every request gets an id and every answer carries it (JSON logs); otherwise only
+        #: the requests that brought one or had a line written about them (serverlog.py).
+        self.every_id = log.json
+        #: Requests whose handler is suspended or whose /stream body is being written: the
+        #: in-flight gauge of the metrics (a plain handler is never in flight between two
+        #: callbacks of the loop).
+        self.in_flight = 0
+        #: eager.running, reached through the App: a module global costs a dict lookup.
+        self.running: eager.Running = eager.running
         self.sweeper = Sweeper(loop)
         self.sweeper.hooks.append(responses.date.refresh)
         self.sweeper.hooks.append(log.flush)
@@ -135,6 +146,12 @@ class Connection(asyncio.Protocol):
         self.on_phase: Any = None
         self.current: Any = None  # (Request, CompiledRoute) while a handler runs
         self.ws: Any = None  # the EchoSession once upgraded
+        #: The route of the request in progress (None for a 404 or 405), for the log line
+        #: and the metrics: one attribute store a request.
+        self.route: CompiledRoute | None = None
+        #: `"address:port"` of the peer as a JSON string once asked (JSON logs); "" when it has
+        #: none (a Unix socket)
+        self.client: str | None = None
 
     def _enter(self, phase: Phase, deadline: float) -> None:
         """Move to `phase`, whose deadline (a loop time, 0.0 for none) is `deadline`."""
@@ -164,6 +181,7 @@ class Connection(asyncio.Protocol):
         task = self.task
         if task is not None:
             self.task = None
+            self.app.in_flight -= 1
             task.cancel()
 
     def data_received(self, data: bytes) -> None:
@@ -270,9 +288,11 @@ class Connection(asyncio.Protocol):
         req.started = self.head_at if self.phase is RECEIVING else perf_counter()
         found: Any = self.app.router.resolve(req.method, req.path)
         if found.__class__ is Refusal:
+            self.route = None
             return self.finish(req, found.status, JSON, found.body, found.extra)
         route: CompiledRoute
         route, captures = found
+        self.route = route
         route.answer.serve(self, req, route, captures)
 
     def refuse(self, req: Request, refusal: BindError) -> None:
@@ -286,19 +306,25 @@ class Connection(asyncio.Protocol):
         else:
             deadline = self.loop.time() + self.app.processing_limit
         token = _deadline_var.set(deadline)
+        running = self.app.running
+        running.request = req
         try:
             finished, outcome = eager.start(self.loop, route.handler(*args))
         except Exception as exc:
             return self.fault(req, exc)
         finally:
+            running.request = None
             _deadline_var.reset(token)
         if finished:
             return self.answer(req, route, outcome)
         # It awaits something: its Resumer answers when done, or the sweep at the limit.
         self._enter(HANDLING, deadline)
         self.current = (req, route)
-        self.task = outcome
-        outcome.on_done(self._handler_done)
+        resumer: eager.Resumer = outcome
+        self.task = resumer
+        self.app.in_flight += 1
+        resumer.request = req
+        resumer.on_done(self._handler_done)
 
     def _handler_done(self, task: eager.Resumer) -> None:
         if task is not self.task:  # timed out or connection gone: nobody waits for it
@@ -306,6 +332,7 @@ class Connection(asyncio.Protocol):
                 task.exception()  # retrieved, so asyncio does not complain about it
             return
         self.task = None
+        self.app.in_flight -= 1
         req, route = self.current
         self.current = None
         if task.cancelled():
@@ -321,6 +348,7 @@ class Connection(asyncio.Protocol):
         req, _route = self.current
         self.current = None
         if task is not None:
+            self.app.in_flight -= 1
             task.cancel()
         self.finish(req, 504, JSON, responses.TIMED_OUT)
         self._after_async()
@@ -351,7 +379,7 @@ class Connection(asyncio.Protocol):
         except Exception as exc:
             return self.fault(req, exc)
         if detail is not None:
-            self.app.log.error(f"{_named(req)}: {detail}")
+            self.app.log.request_error(req, route, detail)
         self.finish(req, status, ctype, body, responses.RETRY_AFTER if status == 503 else b"")
 
     def _respond(self, req: Request, route: CompiledRoute, value) -> None:
@@ -359,32 +387,59 @@ class Connection(asyncio.Protocol):
         keep = self.keeps_alive(req)
         try:
             data = custom_response.render(value, route.result, route.floats, keep,
-                                          req.method != "HEAD")
+                                          req.method != "HEAD", self.id_line(req))
         except Exception as exc:
             return self.fault(req, exc)
         self.send(req, value.status, keep, data)
 
     def fault(self, req: Request, exc: BaseException) -> None:
-        """A raised exception: the traceback and target go to the log, the client gets 500."""
+        """A raised exception: the traceback and target go to the log (with the request id,
+        which the answer carries too), the client gets 500."""
         trace = "".join(traceback.format_exception(exc))
+        fault = fault_message(exc)
         if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
-            self.app.log.error(f"{_named(req)}: request timed out\n{trace}")
+            self.app.log.request_error(req, self.route, "request timed out", trace, fault)
             return self.finish(req, 504, JSON, responses.TIMED_OUT)
-        self.app.log.error(f"{_named(req)}: internal error\n{trace}")
+        self.app.log.request_error(req, self.route, "internal error", trace, fault)
         self.finish(req, 500, JSON, responses.INTERNAL)
 
     # --- answers -----------------------------------------------------------------------------
 
     def finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
         keep = self.keeps_alive(req)
+        line = self.id_line(req)
+        if line:
+            extra += line
         self.send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
+
+    def id_line(self, req: Request) -> bytes:
+        """The answer's `X-Request-Id` field, or b"" when it carries none: with JSON logs
+        always (the id made now if the request brought none), otherwise when the request has
+        an id (brought, or made for a line written about it)."""
+        rid = req.rid
+        if not rid:
+            if not self.app.every_id:
+                return b""
+            rid = req.rid = new_request_id()
+        return b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
+
+    def peer_json(self) -> str | None:
+        """The client's "address:port" as a JSON string (`"127.0.0.1:5000"`: nothing in it
+        needs escaping), for a JSON log line, asked once per connection; None when the
+        transport has no address."""
+        client = self.client
+        if client is None:
+            name = self.transport.get_extra_info("peername")
+            client = self.client = f'"{name[0]}:{name[1]}"' \
+                if isinstance(name, tuple) and len(name) >= 2 else ""
+        return client or None
 
     def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
         """Write (the rest of) a response, log it, and wait for the next request or linger."""
         self._write(data)
         log = self.app.log
-        if not log.quiet:
-            log.access(req.method, req.target, status, req.started)
+        if log.on:
+            log.access(req.method, req.target, status, req.started, self.route, req.rid, self)
         if keep:
             self._enter(WAITING, self.loop.time() + self.app.wait)
         else:
@@ -392,9 +447,14 @@ class Connection(asyncio.Protocol):
 
     def _reject(self, reject: Reject, started: float | None = None, extra: bytes = b"") -> None:
         """A request refused before its body was read: answer and close (the body is unread)."""
+        rid = new_request_id() if self.app.every_id else ""
+        if rid:
+            extra += b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
         self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
-        self.app.log.access(reject.method, reject.target, reject.status,
-                            perf_counter() if started is None else started)
+        log = self.app.log
+        if log.on:
+            log.access(reject.method, reject.target, reject.status,
+                       perf_counter() if started is None else started, None, rid, self)
         self._linger()
 
     def _write(self, data: bytes) -> None:
@@ -442,8 +502,12 @@ class Connection(asyncio.Protocol):
         for event in self.pending:
             if event.__class__ is Request:
                 event.started = perf_counter()
-                self._write(render(503, JSON, SHUTTING_DOWN, False, b"", event.method != "HEAD"))
-                self.app.log.access(event.method, event.target, 503, event.started)
+                self._write(render(503, JSON, SHUTTING_DOWN, False, self.id_line(event),
+                                   event.method != "HEAD"))
+                log = self.app.log
+                if log.on:
+                    log.access(event.method, event.target, 503, event.started, None, event.rid,
+                               self)
 
     def shutdown(self) -> None:
         """Stop after what is in flight: idle connections close now, busy ones after answering,
@@ -461,7 +525,8 @@ class Connection(asyncio.Protocol):
 
     def stream(self, req: Request, route: CompiledRoute) -> None:
         keep = self.keeps_alive(req)
-        head = responses.head(200, TEXT, None, keep, builtin_routes.STREAM_HEAD_EXTRA)
+        head = responses.head(200, TEXT, None, keep,
+                              builtin_routes.STREAM_HEAD_EXTRA + self.id_line(req))
         if req.method == "HEAD":
             return self.send(req, 200, keep, head)
         self._write(head)
@@ -469,12 +534,14 @@ class Connection(asyncio.Protocol):
         self._enter(STREAMING, 0.0)
         self.current = (req, route)
         task = self.task = self.loop.create_task(route.handler(self.transport.write))
+        self.app.in_flight += 1
         task.add_done_callback(self._stream_done)
 
     def _stream_done(self, task: asyncio.Task) -> None:
         if task is not self.task:
             return
         self.task = None
+        self.app.in_flight -= 1
         req, _route = self.current
         self.current = None
         self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
@@ -493,7 +560,9 @@ class Connection(asyncio.Protocol):
         if status != 101:
             return self.finish(req, status, JSON, error_body(reason), extra)
         self._flush()
-        self.app.log.access(req.method, req.target, 101, req.started)
+        log = self.app.log
+        if log.on:
+            log.access(req.method, req.target, 101, req.started, self.route, req.rid, self)
         self.ws = session
         self._enter(UPGRADED, 0.0)
         self._ws_send(*session.outgoing())
@@ -511,7 +580,3 @@ class Connection(asyncio.Protocol):
             self.ws = None
             self._linger()
 
-
-def _named(req: Request) -> str:
-    """`GET /users/7?x=1`: a request as the log names it."""
-    return f"{req.method} {req.target.decode('latin-1')}"

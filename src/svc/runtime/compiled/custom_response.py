@@ -96,22 +96,33 @@ def _content(kind: ResultKind, body: object, floats: bool) -> tuple[bytes | None
 
 
 def render(r: Response, kind: ResultKind, floats: bool, keep_alive: bool,
-           send_body: bool) -> bytes:
+           send_body: bool, id_line: bytes = b"") -> bytes:
     """The whole answer. Raises (TypeError, msgspec.EncodeError, SvcFault) for a body that
     cannot be encoded; the caller answers 500 and logs it like any other fault.
 
     The fields are formatted as one text and encoded once (a name is a token, so ASCII, and
     ASCII is UTF-8), and the answer is assembled by `responses.render` in one formatting, as
-    a plain answer is (measured: ~2k instructions a request less than a `head` and a join)."""
+    a plain answer is (measured: ~2k instructions a request less than a `head` and a join).
+    `id_line` is the server's `X-Request-Id` field, or b"" (serverlog.py); a handler that set
+    its own keeps it."""
     fields = r.fields
     extra = "".join([f"{name}: {value}\r\n" for name, value in fields]).encode("utf-8") \
         if fields else b""
+    if id_line and not (fields and _sets_request_id(fields)):
+        extra += id_line
     if r.status in NO_CONTENT:
         return responses.head(r.status, None, None, keep_alive, extra)
     content_type, body = _content(kind, r.body, floats)
     if content_type is not None and fields and _sets_content_type(fields):
         content_type = None  # the handler's own Content-Type replaces the default
     return responses.render(r.status, content_type, body, keep_alive, extra, send_body)
+
+
+def _sets_request_id(fields: list[tuple[str, str]]) -> bool:
+    for name, _ in fields:
+        if len(name) == 12 and name.lower() == "x-request-id":
+            return True
+    return False
 
 
 def _sets_content_type(fields: list[tuple[str, str]]) -> bool:

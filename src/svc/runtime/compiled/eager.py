@@ -38,6 +38,22 @@ _InvalidStateError = asyncio.InvalidStateError
 _copy_context = contextvars.copy_context
 
 
+class Running:
+    """What the code running now is for: `request`, the request whose handler step runs, or
+    None between steps and outside requests. The connection sets it around a handler's first
+    step (and around a plain handler's call), each Resumer around its later steps: two
+    attribute stores a step, where a context variable would cost a context copy per request.
+    The `log_*` builtins read it for the request id (svc.runtime.serverlog)."""
+
+    __slots__ = ("request",)
+
+    def __init__(self) -> None:
+        self.request: Any = None
+
+
+running = Running()
+
+
 class Resumer:
     """Plays the current Task of one handler coroutine and steps it on as its futures finish.
 
@@ -50,7 +66,7 @@ class Resumer:
 
     __slots__ = ("loop", "coro", "context", "waiter", "state", "value", "must_cancel",
                  "cancel_message", "cancel_requests", "callbacks", "notify", "notify_context",
-                 "throw_next")
+                 "throw_next", "request", "running")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
@@ -66,6 +82,8 @@ class Resumer:
         self.notify: Callable[[Resumer], None] | None = None
         self.notify_context: contextvars.Context | None = None
         self.throw_next: BaseException | None = None  # what the next step throws in
+        self.request: Any = None  # the request it runs for: `running.request` in its steps
+        self.running = running  # the module's holder, without a module lookup per step
 
     # --- what asyncio asks of a current task ---------------------------------------------------
 
@@ -182,6 +200,8 @@ class Resumer:
             self.must_cancel = False
         loop = self.loop
         _enter_task(loop, self)
+        running = self.running
+        running.request = self.request
         try:
             if exc is None:
                 yielded = self.coro.send(None)
@@ -194,14 +214,17 @@ class Resumer:
         except _CancelledError:
             state, value = _CANCELLED, None
         except (KeyboardInterrupt, SystemExit) as fatal:
+            running.request = None
             _leave_task(loop, self)
             self._end(_FAILED, fatal)
             raise
         except BaseException as error:
             state, value = _FAILED, error
         else:
+            running.request = None
             _leave_task(loop, self)
             return self._suspend(yielded)
+        running.request = None
         # Ended. Told outside the except blocks: the server's answer, and the next pipelined
         # request it may start, must not run "during the handling of" StopIteration.
         _leave_task(loop, self)

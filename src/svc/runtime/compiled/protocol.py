@@ -37,10 +37,15 @@ _SPECIAL = {
     b"connection": "connection",
     b"upgrade": "upgrade",
 }
+#: A request's own id for the log and the answer (svc.runtime.serverlog); kept when valid.
+_REQUEST_ID = b"x-request-id"
+#: The longest `X-Request-Id` kept from a request; a longer one is replaced.
+REQUEST_ID_LIMIT = 128
 #: A header name is lower-cased and looked up only when its length and first letter could
 #: match one of these (hot path): `Accept`, `User-Agent` or `Sec-Fetch-Mode` are not.
 _SPECIAL_SHAPES = frozenset(len(name) << 8 | name[0]
-                            for name in (*_SPECIAL, b"content-type", b"content-length"))
+                            for name in (*_SPECIAL, b"content-type", b"content-length",
+                                         _REQUEST_ID))
 #: The head is measured as if written canonically: `METHOD SP url SP HTTP/1.1 CRLF`, each
 #: header `name: value CRLF`, then CRLF. That is 14 bytes plus the method, the URL and
 #: 4 per header.
@@ -52,7 +57,9 @@ class Request(msgspec.Struct, gc=False):
     `target` the request target as received (for the log: decoded only when a line is written).
     `keep_alive`: another request may follow this one (not after `Connection: close`, an
     HTTP/1.0 request without keep-alive, or an upgrade request). `started` is set by the
-    server: perf_counter() when the request began, for the log.
+    server: perf_counter() when the request began, for the log. `rid` is its id: the one in
+    its first `X-Request-Id` field when that one is valid (svc.runtime.serverlog), else ""
+    until the server makes one (with JSON logs, or when a line is written about it).
 
     A msgspec Struct because one is built per request: its constructor runs in C (measured:
     ~95 ns less than a class with __slots__ and an __init__). `gc=False` is safe: a request
@@ -69,6 +76,7 @@ class Request(msgspec.Struct, gc=False):
     content_type: Optional[bytes]
     upgrade: bool
     started: float = 0.0
+    rid: str = ""
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of a header, by lower-case name (`headers` keeps names as sent)."""
@@ -134,7 +142,7 @@ class HttpConnection:
 
     __slots__ = ("_parser", "_events", "_url", "_headers", "_fed", "_head_bytes", "_keep_alive",
                  "_message_ended", "_body", "_body_size", "_special", "_continue_at",
-                 "_content_type", "_content_length",
+                 "_content_type", "_content_length", "_request_id",
                  "in_body", "upgraded", "closed", "_upgrade_buffer")
 
     def __init__(self) -> None:
@@ -151,6 +159,7 @@ class HttpConnection:
         self._special: dict[str, bytes] | None = None
         self._content_type: bytes | None = None
         self._content_length: bytes | None = None
+        self._request_id: str | None = None  # the valid X-Request-Id of the request being read
         self._continue_at = False
         #: Headers of a request are complete but its body is not (yet).
         self.in_body = False
@@ -249,6 +258,10 @@ class HttpConnection:
                 raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
             self._content_length = value
             return
+        if lower == _REQUEST_ID:
+            if self._request_id is None:  # the first field counts; an invalid one is dropped
+                self._request_id = valid_request_id(value) or ""
+            return
         attr = _SPECIAL.get(lower)
         if attr is None:
             return
@@ -334,16 +347,33 @@ class HttpConnection:
         else:
             upgrade = _may_upgrade(parser, special, raw_method)
         # After an upgrade request the bytes are not HTTP: no request can follow it.
-        events.append(Request(
+        request = Request(
             _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
             query, url, self._headers, body, self._keep_alive and not upgrade, content_type,
-            upgrade))
+            upgrade)
+        if self._request_id is not None:
+            request.rid = self._request_id
+            self._request_id = None
+        events.append(request)
         self._url = b""
         self._headers = []
         self._special = None
         self._content_type = self._content_length = None
         self.in_body = False
         self._message_ended = True
+
+
+def valid_request_id(value: bytes) -> str | None:
+    """The id in an `X-Request-Id` field when it is usable: 1 to 128 visible ASCII characters
+    (0x21-0x7E: no spaces, no control characters), else None (the request then gets a new id
+    from the server, and the field's value is never echoed). Such a value is safe in a header
+    field and on a log line."""
+    if not 0 < len(value) <= REQUEST_ID_LIMIT:
+        return None
+    for byte in value:
+        if not 0x21 <= byte <= 0x7E:
+            return None
+    return value.decode("ascii")
 
 
 def _parse_error(exc: httptools.HttpParserError) -> Reject:

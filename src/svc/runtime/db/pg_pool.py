@@ -23,6 +23,8 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
+from svc.runtime import metrics
+
 #: Seconds between sweeps of idle connections; one unused for a whole period is closed.
 IDLE_SECONDS = 60.0
 #: Seconds a connection whose statement was given up on may take to settle (the server
@@ -82,12 +84,15 @@ class Pool:
                 return await self._open()
             waiter = self.loop.create_future()
             self.waiters.append(waiter)
+            since = self.loop.time()
             try:
                 conn = await waiter
             except asyncio.CancelledError:
                 if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                     self._pass_on(waiter.result())  # handed over as it was cancelled
                 raise
+            if metrics.current is not None:
+                metrics.db_waited(metrics.database_label(self.url), self.loop.time() - since)
             if conn is not None:
                 return conn
             # None: a place was freed (a connection dropped); loop to open one

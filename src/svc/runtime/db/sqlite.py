@@ -43,6 +43,7 @@ from collections import deque
 from queue import SimpleQueue
 
 from svc.contract import DB_QUEUE_SIZE
+from svc.runtime import metrics
 from svc.runtime.context import request_deadline
 from svc.runtime.db import sqlite_tx
 from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
@@ -83,8 +84,8 @@ class SqliteDb(Db):
         self._taken = 0
         self._closing = False
         # Jobs that found the queue full, oldest first, each with its deadline timer (or
-        # None). Only the event loop touches it.
-        self._overflow: deque[tuple[tuple, asyncio.TimerHandle | None]] = deque()
+        # None) and the loop time it began to wait. Only the event loop touches it.
+        self._overflow: deque[tuple[tuple, asyncio.TimerHandle | None, float]] = deque()
         self._thread: threading.Thread | None = None  # started by db_open
 
     def __repr__(self) -> str:
@@ -122,7 +123,7 @@ class SqliteDb(Db):
         """
         deadline = request_deadline()
         timer = None if deadline is None else loop.call_at(deadline, _give_up, job[0])
-        self._overflow.append((job, timer))
+        self._overflow.append((job, timer, loop.time()))
         self._admit()
 
     def _accept(self, loop: asyncio.AbstractEventLoop, job: tuple) -> None:
@@ -146,12 +147,15 @@ class SqliteDb(Db):
         overflow = self._overflow
         room = DB_QUEUE_SIZE - self.queued
         while room > 0 and overflow:
-            job, timer = overflow.popleft()
+            job, timer, since = overflow.popleft()
             if job[0].done():  # cancelled, or gave up at its deadline
                 continue
             if timer is not None:
                 timer.cancel()
-            self._accept(job[0].get_loop(), job)
+            loop = job[0].get_loop()
+            if metrics.current is not None:
+                metrics.db_waited(self.path, loop.time() - since)
+            self._accept(loop, job)
             room -= 1
 
     def _begin_close(self) -> None:
@@ -234,7 +238,7 @@ def _give_up(future: asyncio.Future) -> None:
 
 def _reject_overflow(db: SqliteDb) -> None:
     while db._overflow:
-        job, timer = db._overflow.popleft()
+        job, timer, _since = db._overflow.popleft()
         if timer is not None:
             timer.cancel()
         if not job[0].done():
