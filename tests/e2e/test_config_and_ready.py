@@ -356,21 +356,6 @@ def own_cluster():
     cluster.remove()
 
 
-def _cluster_processes(cluster) -> list[int]:
-    """The postmaster and its children."""
-    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
-                children.append(int(entry.name))
-    return [postmaster, *children]
-
-
 def test_ready_on_postgresql_through_an_outage_and_a_frozen_server(own_cluster,
                                                                   tmp_path: Path) -> None:
     url, _name = _database(own_cluster)
@@ -384,7 +369,7 @@ def test_ready_on_postgresql_through_an_outage_and_a_frozen_server(own_cluster,
         assert server.request("GET", "/health").status == 200
         own_cluster.start()
         wait_until_ready(server)
-        frozen = _cluster_processes(own_cluster)
+        frozen = own_cluster.processes()
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         try:

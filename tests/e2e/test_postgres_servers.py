@@ -98,21 +98,6 @@ def test_an_outage_answers_503_quickly_and_recovery_needs_no_restart(own_cluster
         assert server.stop() == 0
 
 
-def _cluster_processes(cluster) -> list[int]:
-    """The postmaster and its children (the backends serving svc's connections)."""
-    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
-                children.append(int(entry.name))
-    return [postmaster, *children]
-
-
 def test_a_server_that_stops_answering_gets_503_within_the_processing_limit(own_cluster):
     """SIGSTOP freezes the cluster (it neither answers nor closes): requests give up with 503
     just before their 2 s limit instead of hanging, and succeed again after SIGCONT."""
@@ -120,7 +105,7 @@ def test_a_server_that_stops_answering_gets_503_within_the_processing_limit(own_
     server = start([str(PROGRAM)], env={"SVC_DB": url})
     try:
         assert server.request("POST", "/notes/1?text=before").status == 204
-        frozen = _cluster_processes(own_cluster)
+        frozen = own_cluster.processes()
         for pid in frozen:
             os.kill(pid, signal.SIGSTOP)
         try:
