@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
-from harness import endurance, jobs, report, scaling, wrk  # noqa: E402
+from harness import endurance, jobs, observability, report, scaling, wrk  # noqa: E402
 from harness.servers import SPECS, WORK, RunningServer  # noqa: E402
 
 FULL = dict(rounds=3, warmup=2, seconds=10, soak=120, deadline=10)
@@ -147,6 +147,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--jobs", choices=["on", "off", "only"], default="on",
                         help="the durable jobs section (harness/jobs.py); 'only' runs just that")
+    parser.add_argument("--observability", choices=["on", "off", "only"], default="on",
+                        help="JSON logs and metrics on vs off (harness/observability.py); 'only' "
+                             "runs just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -163,7 +166,10 @@ def main() -> int:
         log(f"wrote {out}")
         return 0
     if args.jobs == "only":
-        return jobs_only(mode, out)
+        return section_only("jobs", lambda incidents: jobs.run(mode, log, incidents), out)
+    if args.observability == "only":
+        return section_only("observability", lambda incidents: observability.run(
+            mode, log, incidents, args.seed), out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
@@ -184,6 +190,8 @@ def main() -> int:
         mode, names, random.Random(args.seed), log, incidents)
     jobs_results = None if args.jobs == "off" or "svc" not in names else jobs.run(
         mode, log, incidents)
+    observability_results = None if args.observability == "off" or "svc" not in names else \
+        observability.run(mode, log, incidents, args.seed)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -191,7 +199,7 @@ def main() -> int:
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
         "cases": [c.name for c in wrk.CASES], "pairs": report.pair_names(), "runs": runs, "summary": summarize(runs),
         "endurance": endurance_results, "incidents": incidents, "scaling": scaling_results,
-        "jobs": jobs_results,
+        "jobs": jobs_results, "observability": observability_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -204,19 +212,22 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def jobs_only(mode: dict, out: Path) -> int:
-    """`--jobs only`: measure the jobs section alone and put it into the report at `out` (the
-    section replaced, the rest as the last full run wrote it in bench/.work/results.json)."""
+def section_only(key: str, measure, out: Path) -> int:
+    """`--jobs only`, `--observability only`: measure that section alone and put it into the
+    report at `out` (the section replaced, the rest as the last full run wrote it in
+    bench/.work/results.json)."""
     incidents: list[str] = []
-    measured = jobs.run(mode, log, incidents)
+    measured = measure(incidents)
     saved = WORK / "results.json"
     results = json.loads(saved.read_text()) if saved.exists() else None
     if results is None:
-        log("no bench/.work/results.json to add the jobs section to; printing it instead")
-        print("\n".join(jobs.section(measured)))
+        log(f"no bench/.work/results.json to add the {key} section to; printing it instead")
+        section = jobs.section if key == "jobs" else observability.section
+        print("\n".join(section(measured)))
         return 1 if incidents else 0
-    results["jobs"] = measured
-    results["incidents"] = [i for i in results["incidents"] if not i.startswith("jobs ")] + incidents
+    prefix = "jobs " if key == "jobs" else "logs and metrics "
+    results[key] = measured
+    results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents
     saved.write_text(json.dumps(results, indent=1))
     out.write_text(report.render(results))
     log(f"wrote {out}")

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness import jobs, scaling, wrk
+from harness import jobs, observability, scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
 
@@ -287,6 +287,7 @@ def render(results: dict) -> str:
         "",
         *scaling.section(results.get("scaling")),
         *jobs.section(results.get("jobs")),
+        *observability.section(results.get("observability")),
     ]
     if results["incidents"]:
         lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]

@@ -8,6 +8,7 @@ holds one row per order whatever the runs).
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -156,6 +157,20 @@ def test_a_schedule_runs_once_a_period_without_overlapping_and_is_logged(databas
     for (started, ended), (next_started, _) in zip(ticks, ticks[1:]):
         assert next_started >= ended, ticks  # never overlapping
         assert next_started - started >= 900, ticks  # once a period (1s), not more often
+
+
+def test_a_schedule_run_is_an_info_line_in_json_logs(tmp_path):
+    """A routine run must not look like an error to a log collector."""
+    url = str(tmp_path / "json.sqlite")
+    server = start_jobs(url, SVC_LOG_FORMAT="json")
+    try:
+        wait_for(lambda: count(url, "SELECT COUNT(*) FROM ticks") >= 1, timeout=10)
+        text = server.log('"schedule tick ran in')
+    finally:
+        assert server.stop() == 0
+    runs = [json.loads(line) for line in text.splitlines()
+            if line.startswith("{") and "schedule tick ran in" in line]
+    assert runs and all(run["level"] == "info" for run in runs), text
 
 
 def test_enqueue_before_serving_makes_the_tables_and_the_jobs_wait_for_the_server(tmp_path):

@@ -18,6 +18,7 @@ import time
 
 from svc.contract import Schedule
 from svc.runtime import job_store as store
+from svc.runtime import serverlog
 from svc.runtime.db.base import Db
 from svc.runtime.jobs import DATABASE_PAUSE_SECONDS, run_once, runner_id
 from svc.runtime.serverlog import ServerLog
@@ -105,7 +106,7 @@ class ScheduleRunner:
             why = "the server stopped before it finished"
         took = (time.perf_counter() - started) * 1000
         if why is None:
-            self.log.error(f"schedule {schedule.name} ran in {took:.0f} ms")
+            serverlog.info(self.log, f"schedule {schedule.name} ran in {took:.0f} ms")
         else:
             self.log.error(f"schedule {schedule.name} failed after {took:.0f} ms ({why})")
         released = await store.release_schedule(self.db, schedule.name, self.runner)

@@ -126,8 +126,19 @@ def request_error_line(as_json: bool, req: Request, route: Any, message: str, tr
 def standalone_error(message: str) -> str:
     """An error line in JSON that is not about a request (jobs, schedules, the worker
     supervisor's `worker ... killed` line)."""
-    return _encode(ErrorLine(time=clock.now(), level="error", message=message.rstrip("\n"))
+    return _standalone("error", message)
+
+
+def _standalone(level: str, message: str) -> str:
+    return _encode(ErrorLine(time=clock.now(), level=level, message=message.rstrip("\n"))
                    ).decode("utf-8") + "\n"
+
+
+def info(log: ServerLog, message: str) -> None:
+    """A line at level info that is not about a request (a schedule's run): the message as
+    is in text, like an error's (text lines carry no level), a JSON object with
+    `"level":"info"` in JSON, so a collector does not count routine runs as errors."""
+    log.add(_standalone("info", message) if log.json else message)
 
 
 def _text_field(value: str) -> str:
@@ -192,3 +203,48 @@ def log_warn(message: str, fields: dict) -> None:
 def log_error(message: str, fields: dict) -> None:
     """`log_error(message, fields)`: one line on stderr at level error."""
     _log("error", message, fields)
+
+
+# --- outbound calls (svc.runtime.outbound) --------------------------------------------------------
+
+class OutboundLine(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One outbound call (`http_get`, `http_send`) in JSON: `status` is the upstream's, or
+    None when the call failed (`outcome` is then the error kind)."""
+    time: str
+    level: str
+    message: str
+    request_id: str = ""
+    method: str
+    url: str
+    status: Any = None
+    outcome: str
+    duration_ms: float
+
+
+def outbound_line(as_json: bool, req: Request | None, method: str, url: str, outcome: str,
+                  seconds: float) -> str:
+    """An outbound call's access line: `outbound GET http://host:port/path 200 1.3ms` (the
+    error kind in place of the status when it failed; `request_id=...` when the calling
+    request has one), or its JSON object (every request has an id with JSON logs)."""
+    if as_json:
+        rid = "" if req is None else request_id(req)
+        status = int(outcome) if outcome.isdigit() else None
+        return _encode(OutboundLine(
+            time=clock.now(), level="info", message="outbound", request_id=rid, method=method,
+            url=url, status=status, outcome="ok" if status is not None else outcome,
+            duration_ms=round(seconds * 1000, 3))).decode("utf-8") + "\n"
+    tenths = int(seconds * 10_000 + 0.5)
+    rid = "" if req is None or not req.rid else f" request_id={req.rid}"
+    return f"outbound {method} {url} {outcome} {tenths // 10}.{tenths % 10}ms{rid}\n"
+
+
+def write_line(message: str) -> None:
+    """An error line outside a server (`main`, `svcc test`): on stderr at once, in the format
+    SVC_LOG_FORMAT asks for."""
+    if log_format_from_env() == "json":
+        message = standalone_error(message)
+    try:
+        sys.stderr.write(message if message.endswith("\n") else message + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,128 @@
+"""Logs and metrics on vs off: the CPU one request costs the server with JSON access lines,
+Prometheus metrics, both, and text lines (the default a terminal gets), against the quiet
+server the other sections measure (`SVC_LOG=quiet`, no metrics).
+
+Same program, cases and conditions as the main table (examples/workload/workload.svc, server
+on CPU 0, wrk on CPU 1, 64 connections): per round, each variant is started fresh, in a
+shuffled order, and runs /small and /users/{id} (and /health, the floor). The log goes to a
+file, as it would in production behind a collector; it is checked to hold one line per request
+wrk made, and the metrics endpoint is scraped at the end to check it counted them, so a variant
+that silently logged or counted nothing cannot look cheap.
+"""
+
+import json
+import random
+import urllib.request
+
+from harness import wrk
+from harness.servers import LOGS, SPECS, RunningServer, free_port
+
+CASES = [case for case in wrk.CASES if case.name in ("GET /health", "GET /small", "GET /users/{id}")]
+#: name → (environment, access lines written, metrics on)
+VARIANTS = {
+    "quiet (the table above)": ({"SVC_LOG": "quiet"}, False, False),
+    "text lines (the default)": ({"SVC_LOG": ""}, True, False),
+    "JSON lines": ({"SVC_LOG": "", "SVC_LOG_FORMAT": "json"}, True, False),
+    "metrics": ({"SVC_LOG": "quiet"}, False, True),
+    "JSON lines + metrics": ({"SVC_LOG": "", "SVC_LOG_FORMAT": "json"}, True, True),
+}
+
+
+def _scraped_requests(port: int) -> int:
+    """svc_http_requests_total summed over its labels, from the metrics endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("svc_http_requests_total{")))
+
+
+def measure_variant(name: str, mode: dict, order: list, log) -> dict:
+    env, lines_on, metrics_on = VARIANTS[name]
+    env = dict(env)
+    metrics_port = free_port() if metrics_on else None
+    if metrics_port:
+        env["SVC_METRICS_PORT"] = str(metrics_port)
+    (LOGS / "svc.log").unlink(missing_ok=True)
+    measured, sent = {}, 0
+    with RunningServer(SPECS["svc"], env) as server:
+        for case in order:
+            sent += wrk.run(server.url(""), case, mode["warmup"]).requests
+            before = server.cpu_seconds()
+            result = wrk.run(server.url(""), case, mode["seconds"])
+            sent += result.requests
+            cpu_us = (server.cpu_seconds() - before) * 1e6 / max(result.requests, 1)
+            measured[case.name] = {"rps": result.requests_per_s, "cpu_us": cpu_us}
+            log(f"  {name:26} {case.name:18} {result.requests_per_s:9.0f} req/s  "
+                f"{cpu_us:6.2f} µs CPU/request")
+        counted = _scraped_requests(metrics_port) if metrics_port else None
+    logged = _count_access_lines(LOGS / "svc.log") if lines_on else None
+    # wrk counts the answers it read: a request in flight when it stopped may be in the log
+    # or the counts without being in wrk's number, never the other way round
+    for what, seen in (("access lines", logged), ("metrics requests", counted)):
+        if seen is not None and not sent <= seen <= sent + 64 * 2 * len(order) + 16:
+            raise RuntimeError(f"{name}: {seen} {what} for {sent} requests wrk made")
+    return measured
+
+
+def _count_access_lines(path) -> int:
+    count = 0
+    with open(path, "rb") as log:
+        for line in log:
+            if line.startswith(b"{"):
+                count += json.loads(line).get("message") == "request"
+            elif line.startswith((b"GET ", b"POST ")):
+                count += 1
+    return count
+
+
+def run(mode: dict, log, incidents: list, seed: int) -> dict:
+    """results[variant][case] = median CPU µs and requests/s over the rounds."""
+    shuffle = random.Random(seed)
+    runs: dict = {}
+    for round_no in range(1, mode["rounds"] + 1):
+        log(f"logs and metrics round {round_no}")
+        for name in shuffle.sample(list(VARIANTS), len(VARIANTS)):
+            try:
+                measured = measure_variant(name, mode, shuffle.sample(CASES, len(CASES)), log)
+            except (RuntimeError, OSError, ValueError) as failure:
+                incidents.append(f"logs and metrics round {round_no}, {name}: {failure}")
+                log(f"  INCIDENT: {failure}")
+                continue
+            for case, values in measured.items():
+                runs.setdefault(name, {}).setdefault(case, []).append(values)
+    return {name: {case: {key: sorted(r[key] for r in rounds)[len(rounds) // 2]
+                          for key in ("rps", "cpu_us")} for case, rounds in by_case.items()}
+            for name, by_case in runs.items()}
+
+
+def section(results: dict | None) -> list[str]:
+    """The report's "Logs and metrics on vs off" section (bench/RESULTS.md)."""
+    if not results:
+        return []
+    base = results.get("quiet (the table above)", {})
+    lines = [
+        "## Logs and metrics on vs off", "",
+        "examples/workload/workload.svc served by svc on CPU 0, wrk on CPU 1 with 64 "
+        "connections, the access log to a file (`SVC_LOG_FORMAT=json` or the text default), "
+        "metrics with `SVC_METRICS_PORT`; each variant started fresh per round in a shuffled "
+        "order; medians over the rounds. CPU is the server process's user + system time over "
+        "the measured run divided by the requests wrk counted. The log is checked to hold a "
+        "line per request and the metrics endpoint to have counted them.", "",
+        "| variant | " + " | ".join(f"{c.name} CPU µs/request (vs quiet)" for c in CASES)
+        + " | " + " | ".join(f"{c.name} req/s" for c in CASES) + " |",
+        "|---|" + "---:|" * (2 * len(CASES)),
+    ]
+    for name, by_case in results.items():
+        cells = []
+        for case in CASES:
+            value = by_case.get(case.name)
+            reference = base.get(case.name)
+            if value is None:
+                cells.append("—")
+            elif reference is None or name.startswith("quiet"):
+                cells.append(f"{value['cpu_us']:.2f}")
+            else:
+                cells.append(f"{value['cpu_us']:.2f} ({value['cpu_us'] / reference['cpu_us'] - 1:+.1%})")
+        rates = [f"{by_case[c.name]['rps']:,.0f}" if c.name in by_case else "—" for c in CASES]
+        lines.append(f"| {name} | " + " | ".join(cells + rates) + " |")
+    return lines + [""]
