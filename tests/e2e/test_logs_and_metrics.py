@@ -141,6 +141,43 @@ def test_text_logs_give_ids_only_to_requests_that_need_one(tmp_path):
     assert log.splitlines()[0] == "INFO starting version=1"
 
 
+def _upgrade(port: int, request_id: str | None) -> tuple[str, dict[str, str]]:
+    """A WebSocket upgrade of /ws: the status line and header fields of the answer."""
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    extra = f"X-Request-Id: {request_id}\r\n" if request_id else ""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall((f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                      f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                      f"Sec-WebSocket-Version: 13\r\n{extra}\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(4096)
+            assert chunk, head
+            head += chunk
+    status, *fields = head.split(b"\r\n\r\n")[0].decode().split("\r\n")
+    return status, {k.lower(): v.strip() for k, v in (f.split(":", 1) for f in fields)}
+
+
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_a_websocket_upgrade_answer_carries_the_request_id(tmp_path, log_format):
+    server = start_program(tmp_path, SVC_LOG_FORMAT=log_format)
+    try:
+        status, brought = _upgrade(server.port, "ws-7")
+        _, none_brought = _upgrade(server.port, None)
+        log = server.log(until="ws-7")
+    finally:
+        assert server.stop() == 0
+    assert status.startswith("HTTP/1.1 101") and brought["x-request-id"] == "ws-7"
+    if log_format == "json":
+        made = none_brought["x-request-id"]
+        assert GENERATED_ID.match(made)
+        access = [o for o in json_lines(log) if o["message"] == "request"]
+        assert {o["request_id"] for o in access if o["status"] == 101} == {"ws-7", made}
+    else:  # text logs give an id only to a request that brought one
+        assert "x-request-id" not in none_brought
+        assert re.search(r"^GET /ws 101 \d+\.\dms request_id=ws-7$", log, re.M)
+
+
 def test_quiet_json_logs_keep_errors_and_the_program_s_lines(tmp_path):
     server = start_program(tmp_path, SVC_LOG_FORMAT="json", SVC_LOG="quiet")
     try:

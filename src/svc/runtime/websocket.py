@@ -36,9 +36,11 @@ class EchoSession:
         self._opcode: Opcode | None = None
         self._fragments: list[bytes] = []
 
-    def handshake(self, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str, bytes]:
+    def handshake(self, path: str, headers: list[tuple[bytes, bytes]],
+                  request_id: str = "") -> tuple[int, str, bytes]:
         """Check the upgrade request: (101, "", b"") when accepted, else (status, reason,
-        header lines the refusal must carry)."""
+        header lines the refusal must carry). The 101 carries `X-Request-Id` when the request
+        has an id, like every other answer (a refusal gets it from the connection)."""
         # The request is already parsed: a CONNECTING protocol object only checks it and
         # writes the 101; a second one, created OPEN, then does the framing.
         checker = ServerProtocol(logger=_logger)
@@ -47,6 +49,8 @@ class EchoSession:
         if response.status_code != 101:
             reason = str(checker.handshake_exc or "invalid WebSocket handshake")
             return response.status_code, reason, _refusal_headers(response.status_code, reason)
+        if request_id:
+            response.headers["X-Request-Id"] = request_id
         checker.send_response(response)
         self._handshake_bytes = checker.data_to_send()
         self.protocol = ServerProtocol(state=State.OPEN, max_size=MESSAGE_LIMIT, logger=_logger)

@@ -556,7 +556,10 @@ class Connection(asyncio.Protocol):
             # its body would be read as WebSocket frames
             return self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
         session = EchoSession()
-        status, reason, extra = session.handshake(req.path, req.headers)
+        rid = req.rid
+        if not rid and self.app.every_id:
+            rid = req.rid = new_request_id()
+        status, reason, extra = session.handshake(req.path, req.headers, rid)
         if status != 101:
             return self.finish(req, status, JSON, error_body(reason), extra)
         self._flush()
