@@ -135,12 +135,21 @@ def test_build_routes_reports_at_the_path_and_skips_bad_routes() -> None:
 
 
 def test_route_table_is_linear_in_routes() -> None:
-    """10,000 routes of distinct shapes are checked without quadratic work."""
+    """10,000 routes of distinct shapes are checked without quadratic work: ten times the
+    routes take about ten times as long, not a hundred. A ratio of the best of three runs
+    each, not a time limit, so a busy machine does not fail it."""
     import time
-    routes = [route("GET", f"/r{i}/{{id}}", i) for i in range(10_000)]
-    start = time.perf_counter()
-    assert check_conflicts(routes) == []
-    assert time.perf_counter() - start < 0.5
+
+    def best_time(count: int) -> float:
+        routes = [route("GET", f"/r{i}/{{id}}", i) for i in range(count)]
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            assert check_conflicts(routes) == []
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    assert best_time(10_000) / best_time(1_000) < 30
 
 
 @pytest.mark.parametrize("returns, floats", [
