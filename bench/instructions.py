@@ -71,9 +71,13 @@ CASES: dict[str, tuple[bytes, bytes]] = {
     "created_plain": (_get(b"/created/plain"), b"HTTP/1.1 200"),
     "transaction": (_post(b"/users/7/birthday", b""), b"HTTP/1.1 204"),
     "tx_plain": (_post(b"/users/7/birthday/plain", b""), b"HTTP/1.1 204"),
+    "guarded": (_get(b"/guarded", b"Authorization: Bearer ada\r\n"), b"HTTP/1.1 200"),
+    "guarded_by_hand": (_get(b"/guarded/by_hand", b"Authorization: Bearer ada\r\n"),
+                        b"HTTP/1.1 200"),
 }
 #: `make bench`'s pairs (bench/harness/wrk.py PAIRS): 0.2 case → its 0.1 neighbour.
-PAIRS = {"headers": "headers_plain", "created": "created_plain", "transaction": "tx_plain"}
+PAIRS = {"headers": "headers_plain", "created": "created_plain", "transaction": "tx_plain",
+         "guarded": "guarded_by_hand"}  # the last: a guard beside the same check by hand
 WARMUP = 300
 
 

@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(openapi)
     openapi.add_argument("--output", metavar="FILE", help="write the document to FILE")
 
+    routes = commands.add_parser("routes", help="print the route table and each route's guards")
+    _add_target(routes)
+
     fmt = commands.add_parser("fmt", help="rewrite .svc files in the canonical layout")
     fmt.add_argument("files", nargs="*", metavar="FILE", help=".svc files to format")
     fmt.add_argument("--project", metavar="DIR", help="every .svc file of a project folder")
@@ -283,6 +286,15 @@ def openapi_command(args: Any) -> int:
     return write_document(args.file, args.project, args.output)
 
 
+# --- svcc routes ------------------------------------------------------------------------------
+
+def routes_command(args: Any) -> int:
+    """`svcc routes FILE|--project DIR`: 0 printed, 1 errors."""
+    from svc.tools.routes import routes_command as print_table
+
+    return print_table(args.file, args.project)
+
+
 # --- svcc fmt ---------------------------------------------------------------------------------
 
 def fmt_command(args: Any) -> int:
@@ -295,7 +307,8 @@ def fmt_command(args: Any) -> int:
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "check": check_command, "run": run_command, "build": build_command, "test": test_command,
-    "openapi": openapi_command, "lsp": lsp_command, "fmt": fmt_command}
+    "openapi": openapi_command, "lsp": lsp_command, "fmt": fmt_command,
+    "routes": routes_command}
 
 
 if __name__ == "__main__":

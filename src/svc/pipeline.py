@@ -25,6 +25,7 @@ from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.imports import Overlay, load_modules, read_source
 from svc.compiler.program import CheckedProgram
+from svc.compiler.check.guards import build_guard_table
 from svc.compiler.check.routes import build_routes
 from svc.compiler.source import SourceFile, Span
 from svc.compiler.svctypes import Type
@@ -150,7 +151,9 @@ def check_modules(modules: list[syntax.Module], entry: str) -> tuple[CheckedProg
         info = program.classes.get(class_name)
         return [t for _, t in info.fields] if info else []
 
-    program.routes, route_diagnostics = build_routes(program.functions.values(), field_types)
+    guards = build_guard_table(modules, program.functions, program.references, diagnostics)
+    program.routes, route_diagnostics = build_routes(program.functions.values(), field_types,
+                                                     guards)
     return program, sorted(diagnostics + route_diagnostics, key=Diagnostic.sort_key)
 
 

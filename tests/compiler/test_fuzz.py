@@ -376,3 +376,78 @@ def test_log_calls_never_raise(tmp_path: Path) -> None:
                 f"    fields = Map[str, str]()\n    {calls[2]}\n    return ok(())\n")
         rejected += rejected_without_raising(target, text.encode("utf-8"), index)
     assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+
+
+#: Guards among the mutation snippets, and the pieces of random guarded programs
+#: (test_guards_never_raise).
+SNIPPETS += [b"@guard(", b"@guard(require_user)\n", b'guard("/admin", ', b'guard("/a", g)\n',
+             b"require_user", b"Result[User, Error]"]
+_GUARD_NAMES = ["require_user", "require_user", "require_admin", "check", "nobody", "main",
+                "User", "", '"require_user"', "require_user, check"]
+_GUARD_PREFIXES = ['"/admin"', '"/admin"', '"/"', '"/adm"', '"/admin/"', '"/x/{id}"', '""',
+                   "admin", '"/admin", ']
+_GUARD_SHAPES = [
+    "async def require_user(h: Headers, db: Db) -> Result[User, Error]:\n"
+    '    match header(h, "authorization"):\n'
+    "        case Some(t): return ok(User(id=1))\n        case None: return unauthorized(\"no\")\n",
+    "def require_user(h: Headers) -> Result[User, Error]:\n    return ok(User(id=1))\n",
+    "def require_user(n: i64) -> Result[User, Error]:\n    return ok(User(id=n))\n",
+    "def require_user(h: Headers) -> Result[i64, Error]:\n    return ok(1)\n",
+    "def require_user(h: Headers) -> User:\n    return User(id=1)\n",
+]
+_ADMIN_SHAPES = [
+    "def require_admin(u: User) -> Result[Admin, Error]:\n    return ok(Admin(id=u.id))\n",
+    "async def require_admin(a: Admin) -> Result[unit, Error]:\n    return ok(())\n",
+    "def require_admin(h: Headers, db: Db) -> Result[unit, Error]:\n    return forbidden(\"x\")\n",
+]
+_HANDLER_PARAMS = ["", "u: User", "a: Admin", "u: User, a: Admin", "n: Note", "u: User, n: Note",
+                   "id: i64, u: User", "h: Headers, u: User", "db: Db"]
+
+
+def guard_program(rng: random.Random) -> str:
+    """Guard functions of random shapes, random prefix declarations and @guard attributes
+    above handlers (and above a non-handler) asking for random guard values."""
+    def pick(options: list[str], good: int) -> str:
+        """One of `options`; in a clean program (half of them) one of the first `good`."""
+        return rng.choice(options[:good] if clean else options)
+
+    clean = rng.random() < 0.5
+    parts = ["class User:\n    id: i64\n\nclass Admin:\n    id: i64\n\nclass Note:\n    t: str\n",
+             pick(_GUARD_SHAPES, 2), pick(_ADMIN_SHAPES, 1),
+             "def check(h: Headers) -> Result[unit, Error]:\n    return ok(())\n"]
+    for _ in range(rng.randint(0, 2)):
+        names = ", ".join(pick(_GUARD_NAMES, 3) for _ in range(rng.randint(not clean, 1)))
+        parts.append(f"guard({pick(_GUARD_PREFIXES, 3)}{', ' if names else ''}{names})\n")
+    for path in rng.sample(["/admin", "/admin/{id}", "/administrator", "/me", "/"], 3):
+        attrs = "".join(f"@guard({pick(_GUARD_NAMES, 3)})\n"
+                        for _ in range(rng.choice([0, 0, 1, 1, 2])))
+        method = rng.choice(["get", "post"])
+        params = pick(_HANDLER_PARAMS, 1)
+        if "{id}" in path and "id:" not in params:
+            params = "id: i64" + (", " + params if params else "")
+        name = "h_" + "".join(c for c in path if c.isalnum())
+        parts.append(f'{attrs}@{method}("{path}")\nasync def {name}({params}) -> '
+                     "Result[unit, Error]:\n    return ok(())\n")
+    if not clean and rng.random() < 0.2:
+        parts.append("@guard(check)\nasync def helper() -> Result[unit, Error]:\n"
+                     "    return ok(())\n")
+    parts.append("async def main() -> Result[unit, Error]:\n    return ok(())\n")
+    return "\n".join(parts)
+
+
+@pytest.mark.fuzz
+def test_guards_never_raise(tmp_path: Path) -> None:
+    """Random guarded programs: each gives diagnostics with valid positions or checks, and a
+    program that checks also generates and compiles (its guarded routes' functions)."""
+    from svc.pipeline import Compiled, compile as compile_program
+
+    rng = random.Random(SEED)
+    target = tmp_path / "guards.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        text = guard_program(rng)
+        if rejected_without_raising(target, text.encode("utf-8"), index):
+            rejected += 1
+            continue
+        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made

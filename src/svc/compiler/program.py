@@ -55,6 +55,23 @@ class ParamInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardUse:
+    """One guard a route runs (check/guards.py): the svc function, its Ok value's type (a
+    class, or unit), where its arguments come from, and where it is attached: `prefix` is the
+    `guard("/prefix", ...)` declaration's prefix, None for `@guard(...)` on the handler.
+
+    Each argument is a request parameter's name (the route's Headers or Db parameter) or the
+    index, in `RouteInfo.guards`, of the earlier guard whose value it takes."""
+
+    guard: str
+    value: Type
+    args: tuple[str | int, ...]
+    is_async: bool
+    prefix: Optional[str]
+    span: Span
+
+
+@dataclass(frozen=True, slots=True)
 class RouteInfo:
     """A route of the program as the checker builds it: the method and path of a route
     attribute, the svc function that handles it, how each parameter binds, how the result is
@@ -69,6 +86,12 @@ class RouteInfo:
     result: ResultKind
     floats: bool
     span: Span
+    # The guards it runs, in order, before the handler (check/guards.py). With guards,
+    # `params` are what the request gives (the handler's, then a Headers or Db only the
+    # guards take) and `handler_args` says, per handler parameter, where its value comes
+    # from: a name of `params`, or the index of the guard whose Ok value it takes.
+    guards: tuple[GuardUse, ...] = ()
+    handler_args: tuple[str | int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ _SYMBOL_KINDS = {
     "class": lsp.SymbolKind.Class, "field": lsp.SymbolKind.Field,
     "function": lsp.SymbolKind.Function, "route": lsp.SymbolKind.Event,
     "job": lsp.SymbolKind.Event, "schedule": lsp.SymbolKind.Event,
+    "guard": lsp.SymbolKind.Event,
     "constant": lsp.SymbolKind.Constant, "enum": lsp.SymbolKind.Enum,
     "enum_member": lsp.SymbolKind.EnumMember,
 }

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 from svc.compiler.front import syntax
 from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
-from svc.compiler.program import CheckedProgram, FunctionInfo
+from svc.compiler.program import CheckedProgram, FunctionInfo, RouteInfo
 from svc.compiler.source import Span
-from svc.compiler.svctypes import STR, UNKNOWN, ClassRef, Opt, Type, format_type
+from svc.compiler.svctypes import (
+    STR, UNIT, UNKNOWN, ClassRef, Opt, ResultOf, Type, format_type,
+)
 from svc.contract import JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
@@ -59,7 +61,8 @@ def enclosing_item(module: syntax.Module, line: int) -> syntax.Decl | None:
 def _first_line(item: syntax.Decl) -> int:
     """Where an item's text starts: a function's at its first attribute (`@get`, `@job`)."""
     if isinstance(item, syntax.FunctionDef):
-        return min([item.span.line] + [a.span.line for a in (*item.routes, *item.background)])
+        return min([item.span.line] + [a.span.line for a in (*item.routes, *item.background,
+                                                              *item.guards)])
     return item.span.line
 
 
@@ -121,7 +124,25 @@ def _routes_text(program: CheckedProgram, name: str) -> str:
     if not routes:
         decl = program.functions[name].decl if name in program.functions else None
         return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in (decl.routes if decl else ()))
-    return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in routes)
+    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _guards_text(r) for r in routes)
+
+
+def _guards_text(route: RouteInfo) -> str:
+    """`, guards: require_user (prefix /admin), require_admin`: what the route runs first."""
+    if not route.guards:
+        return ""
+    return ", guards: " + ", ".join(
+        g.guard if g.prefix is None else f"{g.guard} (prefix {g.prefix})" for g in route.guards)
+
+
+def _guarded_text(program: CheckedProgram, name: str) -> str:
+    """On a guard: its value's type and the routes it runs before."""
+    routes = [r for r in program.routes if any(g.guard == name for g in r.guards)]
+    if not routes:
+        return ""
+    value = next(g.value for r in routes for g in r.guards if g.guard == name)
+    where = ", ".join(f"`{r.method} {r.path}`" for r in routes)
+    return f"\n\nguard (value `{format_type(value)}`) of {where}"
 
 
 def _background_text(program: CheckedProgram, name: str) -> str:
@@ -164,7 +185,7 @@ def describe_function(program: CheckedProgram, name: str) -> str | None:
     if info is None:
         return None
     return (_code(function_signature(info)) + _routes_text(program, name)
-            + _background_text(program, name))
+            + _background_text(program, name) + _guarded_text(program, name))
 
 
 def describe_class(program: CheckedProgram, name: str) -> str | None:
@@ -222,9 +243,21 @@ def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover |
         item = enclosing_item(module, line)
         text = describe_function(program, item.name) if isinstance(
             item, syntax.FunctionDef) else None
+    elif isinstance(node, syntax.GuardAttr):  # `@guard(f)` or a name in `guard("/p", f)`
+        text = describe_function(program, node.name)
+    elif isinstance(node, syntax.GuardDecl):
+        text = _prefix_text(program, node)
     else:
         text = _hover_text(program, node)
     return Hover(text, span) if text else None
+
+
+def _prefix_text(program: CheckedProgram, decl: syntax.GuardDecl) -> str:
+    """On `guard("/admin", ...)`: its guards and the routes under the prefix."""
+    names = ", ".join(g.name for g in decl.guards)
+    routes = [r for r in program.routes if any(g.prefix == decl.prefix for g in r.guards)]
+    where = ", ".join(f"`{r.method} {r.path}`" for r in routes) or "no route"
+    return f"guards of prefix `{decl.prefix}`: {names}\n\nroutes: {where}"
 
 
 def _hover_text(program: CheckedProgram, node: syntax.Node) -> str | None:
@@ -292,6 +325,8 @@ class Completion:
 
 
 _MEMBER = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\.[A-Za-z_0-9]*$")
+#: Inside `@guard(` or after the prefix of `guard("/p", `: a guard function's name.
+_GUARD_NAME = re.compile(r'^\s*(@guard\(|guard\("[^"]*",(\s*\w+\s*,)*)\s*\w*$')
 
 
 def completions_at(program: CheckedProgram | None, file: str, line: int, col: int,
@@ -303,6 +338,8 @@ def completions_at(program: CheckedProgram | None, file: str, line: int, col: in
     member = _MEMBER.search(line_text[:col - 1])
     if member:
         return _fields_of(program, file, line, member.group(1)) if program else []
+    if _GUARD_NAME.search(line_text[:col - 1]):
+        return _guard_functions(program) if program else []
     items: list[Completion] = []
     if program is not None:
         items += _locals_in_scope(program, file, line)
@@ -315,6 +352,15 @@ def completions_at(program: CheckedProgram | None, file: str, line: int, col: in
     for c in items:
         first.setdefault(c.label, c)  # the first (innermost) meaning of a name wins
     return list(first.values())
+
+
+def _guard_functions(program: CheckedProgram) -> list[Completion]:
+    """The functions that can be guards: they return `Result[T, Error]`, T a class or unit."""
+    return [Completion(n, "function", function_signature(i))
+            for n, i in program.functions.items()
+            if isinstance(i.returns, ResultOf) and (i.returns.ok == UNIT
+                                                    or isinstance(i.returns.ok, ClassRef))
+            and not i.decl.routes and n != "main"]
 
 
 def _fields_of(program: CheckedProgram, file: str, line: int, name: str) -> list[Completion]:
@@ -439,6 +485,10 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
         elif isinstance(item, syntax.ConstDef):
             found.append(Symbol(item.name, "constant", _written(item.annotation), item.span,
                                 item.name_span))
+        elif isinstance(item, syntax.GuardDecl):
+            found.append(Symbol(f"guard {item.prefix}", "guard",
+                                ", ".join(g.name for g in item.guards), item.span,
+                                item.prefix_span))
         elif isinstance(item, syntax.FunctionDef):
             info = program.functions.get(item.name) if program else None
             same = info is not None and info.decl.name_span == item.name_span

@@ -21,6 +21,7 @@ from typing import Any
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
 from svc.compiler.program import CheckedProgram, RouteInfo
+from svc.tools import openapi_security
 from svc.compiler.svctypes import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
 )
@@ -69,12 +70,16 @@ def document(program: CheckedProgram, title: str, version: str = "0") -> dict[st
             "answered wherever GET is.")})
         item[route.method.lower()] = _operation(program, route, operation_id)
     paths.update(_builtin_paths(program.demo_routes))
+    components: dict[str, Any] = {"schemas": _component_schemas(program),
+                                  "responses": _component_responses()}
+    schemes = openapi_security.security_schemes(program)  # the auth guards' (guards)
+    if schemes:
+        components["securitySchemes"] = schemes
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version},
         "paths": paths,
-        "components": {"schemas": _component_schemas(program),
-                       "responses": _component_responses()},
+        "components": components,
     }
 
 
@@ -107,6 +112,9 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
         operation["requestBody"] = _request_body(body.source, body.type)
     operation["responses"] = _responses(program, route, body is not None and
                                         body.source is ParamSource.BODY)
+    security = openapi_security.route_security(program, route)
+    if security:
+        operation["security"] = [{name: [] for name in security}]
     return operation
 
 
@@ -139,7 +147,7 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
         responses["200"] = {"description": "OK", "content": {
             "application/json": {"schema": schema_of(inner)}}}
     statuses = set(ALWAYS)
-    kinds = error_kinds(program, route.handler)
+    kinds = error_kinds(program, route.handler) | openapi_security.guard_kinds(program, route)
     statuses |= {status for kind, status in BY_KIND.items() if kind in kinds}
     if route.result is ResultKind.JSON_OPTIONAL:
         statuses.add(404)

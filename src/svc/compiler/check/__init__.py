@@ -14,6 +14,8 @@
     generics.py     generic classes `class Page[T]:` and their instantiations
     regex_patterns.py  the regular-expression builtins' patterns (literals RE2 accepts)
     routes.py       the route table and its rules
+    guards.py       `@guard(f)` and `guard("/prefix", f)`: the guard functions' rules, each
+                    route's guards in order and where their values go (routes.py asks)
     error_kinds.py  which error kinds a function can return (for `svcc openapi`)
 
 In: the modules from the front end, in load order, and the entry file's path. Out, from

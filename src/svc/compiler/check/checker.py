@@ -96,8 +96,8 @@ class Checker:
     def collect(self, module: syntax.Module) -> None:
         """Record the module's definitions; a name defined twice anywhere is an error."""
         for item in module.items:
-            if isinstance(item, syntax.Import):
-                continue
+            if isinstance(item, (syntax.Import, syntax.GuardDecl)):
+                continue  # a guard declaration defines no name (check/guards.py)
             kind = _KINDS[type(item)]
             if item.name in RESERVED_NAMES:
                 self.error(f"'{item.name}' is a built-in name and cannot be redefined",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from svc.compiler.front import syntax
+from svc.compiler.check.guards import GuardTable
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import FunctionInfo, ParamInfo, RouteInfo
 from svc.compiler.source import Span
@@ -143,22 +144,26 @@ def holds_f64(t: Type, class_fields: ClassFields, seen: set[str] | None = None) 
 
 
 def build_routes(
-    functions: Iterable[FunctionInfo], class_fields: ClassFields
+    functions: Iterable[FunctionInfo], class_fields: ClassFields,
+    guards: GuardTable | None = None,
 ) -> tuple[list[RouteInfo], list[Diagnostic]]:
-    """The route table of a program, in declaration order, and every route rule broken."""
+    """The route table of a program, in declaration order, and every route rule broken;
+    with `guards` (check/guards.py), each route's guards too."""
     routes: list[RouteInfo] = []
     diagnostics: list[Diagnostic] = []
+    guards = guards if guards is not None else GuardTable()
     for fn in functions:
         for attr in fn.decl.routes:
-            route = _build_route(fn, attr, class_fields, diagnostics)
+            route = _build_route(fn, attr, class_fields, diagnostics, guards)
             if route is not None:
                 routes.append(route)
     diagnostics += check_conflicts(routes)
+    diagnostics += guards.unused_prefixes(routes)
     return routes, diagnostics
 
 
 def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFields,
-                 diagnostics: list[Diagnostic]) -> RouteInfo | None:
+                 diagnostics: list[Diagnostic], guards: GuardTable) -> RouteInfo | None:
     def fail(message: str, span: Span = attr.path_span) -> None:
         diagnostics.append(Diagnostic(message, span))
 
@@ -174,7 +179,12 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
     if attr.path in RESERVED_PATHS:
         fail(f"route {attr.method} {attr.path}: {attr.path} is a built-in route of the server")
         return None
-    params, problems = bind_params(fn, captures, class_fields)
+    guarded = guards.for_route(fn, attr, fail)
+    if guarded is None:
+        return None
+    uses, handler_args, request, extra = guarded
+    params, problems = bind_params(request, captures, class_fields)
+    params += extra
     for message in problems:
         fail(message)
     kind = result_kind(fn.returns, class_fields)
@@ -189,7 +199,7 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
     if problems or kind is None:
         return None
     return RouteInfo(attr.method, attr.path, fn.name, tuple(params), kind,
-                     holds_f64(fn.returns, class_fields), attr.path_span)
+                     holds_f64(fn.returns, class_fields), attr.path_span, uses, handler_args)
 
 
 def check_conflicts(routes: list[RouteInfo]) -> list[Diagnostic]:

@@ -5,6 +5,7 @@
     builtin_calls.py  builtin calls, as the builtins' records say
     fstrings.py       f-strings
     route_table.py    the entry module's route list, `_svc_ROUTES`
+    guard_calls.py    a guarded route's own function: its guards in order, then the handler
     pyast.py          what these share: AST node builders, the position rule, the `_svc_`
                       prefix, field attribute names, an expression's checked type
 

@@ -26,7 +26,7 @@ import copy
 import keyword
 
 from svc.compiler.check import config_class
-from svc.compiler.codegen import background_table, builtin_calls, route_table
+from svc.compiler.codegen import background_table, builtin_calls, guard_calls, route_table
 from svc.compiler.codegen.pyast import (
     CONFIG, JOBS, PREFIX, ROUTES, SCHEDULES, TX_SCOPE, CodegenError, field_name, type_of,
 )
@@ -151,7 +151,7 @@ class _ModuleGen:
                     body.append(twin)
         body += self.constants_and_enums()
         if self.is_entry:
-            body.append(self.route_list())
+            body += self.route_list()
             body += self.background_lists()
             if self.program.config_classes:
                 body.append(self.config_table())
@@ -299,8 +299,9 @@ class _ModuleGen:
         """
         if not isinstance(node, ast.AsyncFunctionDef) or _suspends(node):
             return None
-        if not any(r.handler == decl.name for r in self.program.routes):
-            return None
+        if not any(r.handler == decl.name or any(g.guard == decl.name for g in r.guards)
+                   for r in self.program.routes):
+            return None  # neither a route handler nor a guard
         self.sync_twins.add(decl.name)
         twin = ast.FunctionDef(name=sync_twin_name(decl.name), args=copy.deepcopy(node.args),
                                body=copy.deepcopy(node.body), decorator_list=[], returns=None,
@@ -469,16 +470,35 @@ class _ModuleGen:
 
     # --- routes ---------------------------------------------------------------------------
 
-    def route_list(self) -> ast.stmt:
+    def route_list(self) -> list[ast.stmt]:
+        """The guarded routes' functions (codegen/guard_calls.py), then `_svc_ROUTES`."""
         routes = self.program.routes
-        entries = route_table.route_entries(routes, self.handler_name, self.type_value,
-                                            self.contract_name)
+        out: list[ast.stmt] = []
+        names: dict[int, str] = {}
+        for index, route in enumerate(routes):
+            if route.guards:
+                fn = guard_calls.wrapper(route, index, self.callee, self.rt("SvcError"))
+                here = route.span if route.span.file == self.module.path else None
+                out.append(_located(fn, here) if here is not None else fn)
+                names[id(route)] = guard_calls.wrapper_name(index)
+        entries = route_table.route_entries(
+            routes, lambda r: names.get(id(r)) or self.handler_name(r.handler),
+            self.type_value, self.contract_name)
         for entry, route in zip(entries, routes):
             _located(entry, route.span)
         node = ast.Assign(targets=[_store(ROUTES)], value=ast.List(elts=entries, ctx=ast.Load()))
         if routes:
-            return _located(node, routes[-1].span)
-        return node  # fix_missing_locations places it after the last definition
+            out.append(_located(node, routes[-1].span))
+        else:
+            out.append(node)  # fix_missing_locations places it after the last definition
+        return out
+
+    def callee(self, function: str) -> tuple[str, bool]:
+        """What a guarded route's function calls for `function`, and whether it is plain."""
+        if function in self.sync_twins:
+            return sync_twin_name(function), True
+        info = self.program.functions[function]
+        return global_name(function), not info.is_async
 
     def background_lists(self) -> list[ast.stmt]:
         """`_svc_JOBS` and `_svc_SCHEDULES`: what `serve` runs outside requests."""

@@ -19,10 +19,11 @@ from svc.contract import ParamSource
 ContractName = Callable[[str], ast.expr]
 
 
-def route_entries(routes: list[RouteInfo], handler_name: Callable[[str], str],
+def route_entries(routes: list[RouteInfo], handler_name: Callable[[RouteInfo], str],
                   type_value: Callable[[T.Type], ast.expr], contract: ContractName) -> list[ast.expr]:
-    """One `Route(...)` call per route, in table order (each still to be located)."""
-    return [_route(r, handler_name(r.handler), type_value, contract) for r in routes]
+    """One `Route(...)` call per route, in table order (each still to be located);
+    `handler_name` names the Python function a route calls (a guarded route's own one)."""
+    return [_route(r, handler_name(r), type_value, contract) for r in routes]
 
 
 def _route(r: RouteInfo, handler: str, type_value, contract: ContractName) -> ast.expr:

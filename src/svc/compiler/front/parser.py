@@ -20,7 +20,7 @@ from svc.contract import RECURSION_LIMIT
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
 #: The attributes of functions run outside requests (durable jobs and schedules).
 BACKGROUND_KINDS = ("job", "every", "cron")
-ATTRIBUTES_TEXT = "@get, @post, @put, @delete, @job, @every or @cron"
+ATTRIBUTES_TEXT = "@get, @post, @put, @delete, @job, @every, @cron or @guard"
 MAX_BLOCKS = 100
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")
@@ -70,6 +70,8 @@ class Parser(ExpressionParser):
             return self.function()
         if kind == "name" and self.tok.value == "enum" and self.peek().kind == "name":
             return self.enum_def()
+        if kind == "name" and self.tok.value == "guard" and self.peek().kind == "(":
+            return self.guard_decl()
         if kind == "name" and self.peek().kind == ":":
             return self.const_def()
         if kind == "indent":
@@ -209,11 +211,14 @@ class Parser(ExpressionParser):
         @cron); which may go together is the checker's rule (check/background.py)."""
         routes: list[syntax.RouteAttr] = []
         background: list[syntax.BackgroundAttr] = []
+        guards: list[syntax.GuardAttr] = []
         attrs: list[Token] = []
         while self.at("@"):
             attrs.append(self.tok)
             if self.peek().kind == "name" and self.peek().value in BACKGROUND_KINDS:
                 background.append(self.background_attr())
+            elif self.peek().kind == "name" and self.peek().value == "guard":
+                guards.append(self.guard_attr())
             else:
                 routes.append(self.route_attr())
             self.end_of_line()
@@ -228,7 +233,52 @@ class Parser(ExpressionParser):
         function = self.function()
         function.routes = routes
         function.background = background
+        function.guards = guards
         return function
+
+    def guard_attr(self) -> syntax.GuardAttr:
+        """`@guard(name)`: one guard function per attribute (several run top to bottom)."""
+        start = self.advance()
+        self.advance()  # 'guard'
+        self.expect("(", "'(' and a guard function's name after '@guard'")
+        name = self.guard_name("@guard")
+        self.accept(",")  # a trailing comma, allowed as in any call
+        if not self.at(")"):
+            raise self.fail("@guard takes one guard function's name: @guard(require_user); "
+                            "write one @guard line per guard")
+        self.advance()
+        return syntax.GuardAttr(self.span_from(start), name.text, name.span)
+
+    def guard_name(self, where: str) -> Token:
+        if not self.at("name"):
+            raise self.fail(f"{where} needs a guard function's name (such as require_user), "
+                            f"found {self.tok.describe()}")
+        return self.advance()
+
+    def guard_decl(self) -> syntax.GuardDecl:
+        """`guard("/prefix", first, second)` at top level: guards for every route under the
+        prefix, run in the order written."""
+        start = self.advance()
+        self.advance()  # '('
+        if not self.at("str"):
+            raise self.fail("guard(...) at top level starts with a path prefix in quotes: "
+                            "guard(\"/admin\", require_admin)")
+        prefix = self.advance()
+        guards: list[syntax.GuardAttr] = []
+        while self.accept(","):
+            if self.at(")"):  # a trailing comma
+                break
+            name = self.guard_name(f'guard("{prefix.text}", ...)')
+            guards.append(syntax.GuardAttr(name.span, name.text, name.span))
+        if not self.at(")"):
+            raise self.fail(f"expected ',' or ')' in guard(...), found {self.tok.describe()}")
+        self.advance()
+        if not guards:
+            self.report(f'guard("{prefix.text}") names no guard function: '
+                        f'guard("{prefix.text}", require_user)', prefix.span)
+        node = syntax.GuardDecl(self.span_from(start), prefix.text, prefix.span, guards)
+        self.end_of_line()
+        return node
 
     def route_attr(self) -> syntax.RouteAttr:
         start = self.advance()

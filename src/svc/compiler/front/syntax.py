@@ -374,6 +374,25 @@ class BackgroundAttr(Node):
 
 
 @dataclass(eq=False)
+class GuardAttr(Node):
+    """`@guard(require_user)` above a handler, or one guard named in a `GuardDecl`: `name` is
+    the guard function (checked by check/guards.py)."""
+
+    name: str
+    name_span: Span
+
+
+@dataclass(eq=False)
+class GuardDecl(Node):
+    """`guard("/admin", require_user, require_admin)` at top level: every route whose path is
+    `prefix` or under it (segment-wise) runs these guards, in this order, before its own."""
+
+    prefix: str
+    prefix_span: Span
+    guards: list[GuardAttr]
+
+
+@dataclass(eq=False)
 class FunctionDef(Node):
     name: str
     name_span: Span
@@ -383,6 +402,7 @@ class FunctionDef(Node):
     is_async: bool
     routes: list[RouteAttr] = field(default_factory=list)
     background: list[BackgroundAttr] = field(default_factory=list)
+    guards: list[GuardAttr] = field(default_factory=list)  # `@guard(f)`, top to bottom
 
 
 @dataclass(eq=False)
@@ -406,7 +426,7 @@ class EnumDef(Node):
     member_spans: list[Span]
 
 
-Decl = Union[Import, ClassDef, FunctionDef, ConstDef, EnumDef]
+Decl = Union[Import, ClassDef, FunctionDef, ConstDef, EnumDef, GuardDecl]
 
 
 @dataclass(eq=False)
