@@ -258,3 +258,52 @@ def test_job_and_schedule_attributes_get_the_canonical_layout_once(tmp_path: Pat
     assert found[0] == found[1] == (
         [("welcome", 3, 1000, 2000), ("x", 3, 1000, 2000)],
         [("tick", 300_000, "", 60_000), ("nightly", 0, "0 3 * * *", 600_000)])
+
+
+GUARDS = '''\
+class User:
+    id: i64
+
+guard( "/admin" ,require_user,  check , )
+guard(
+  "/me",
+      check)
+
+def require_user(h: Headers) -> Result[User, Error]:
+    return ok(User(id=1))
+
+def check(h: Headers) -> Result[unit, Error]:
+    return ok(())
+
+@guard( require_user )
+@get("/me")
+async def me(u: User) -> Result[User, Error]:
+    return ok(u)
+
+@get("/admin/x")
+async def admin_x(u: User) -> Result[User, Error]:
+    return ok(u)
+'''
+
+
+def test_guard_declarations_and_attributes_get_the_canonical_layout_once(tmp_path: Path) -> None:
+    """`guard("/p", f, g)` at top level is laid out as a call (a multi-line one keeps its
+    lines, with a hanging indent), `@guard(f)` as an attribute; formatting again changes
+    nothing, and the laid-out program runs the same guards on the same routes."""
+    tidy = formatted(GUARDS)
+    lines = tidy.splitlines()
+    assert 'guard("/admin", require_user, check,)' in lines
+    start = lines.index("guard(")
+    assert lines[start:start + 4] == ["guard(", '    "/me",', "    check)", ""]
+    assert "@guard(require_user)" in lines
+    assert formatted(tidy) == tidy
+    found = []
+    for name, text in (("messy.svc", GUARDS), ("tidy.svc", tidy)):
+        (tmp_path / name).write_text(text + "\ndef main():\n    pass\n")
+        checked = pipeline.check(pipeline.Target(file=str(tmp_path / name)))
+        assert isinstance(checked, pipeline.Checked), getattr(checked, "diagnostics", None)
+        found.append([(r.path, [(g.guard, g.prefix) for g in r.guards])
+                      for r in checked.program.routes])
+    assert found[0] == found[1] == [
+        ("/me", [("check", "/me"), ("require_user", None)]),
+        ("/admin/x", [("require_user", "/admin"), ("check", "/admin")])]

@@ -160,3 +160,28 @@ def test_a_handler_asking_for_an_unguarded_value_does_not_compile(tmp_path):
     assert ("handler 'not_admin' takes 'a: Admin', the value of guard 'require_admin', but no "
             "guard applies to GET /administrator") in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_svcc_routes_of_a_project_without_the_demo_routes(tmp_path):
+    (tmp_path / "svc.toml").write_text('name = "api"\nentry = "api.svc"\n\n[server]\n'
+                                       "demo_routes = false\n")
+    (tmp_path / "api.svc").write_text(
+        'from "auth.svc" import Key, has_key\n\nguard("/", has_key)\n\n'
+        '@get("/items/{id}")\nasync def item(id: i64, key: Key) -> Result[str, Error]:\n'
+        '    return ok(key.name)\n\nasync def main() -> Result[unit, Error]:\n    return ok(())\n')
+    (tmp_path / "auth.svc").write_text(
+        "class Key:\n    name: str\n\ndef has_key(h: Headers) -> Result[Key, Error]:\n"
+        '    match header(h, "x-api-key"):\n        case Some(k): return ok(Key(name=k))\n'
+        '        case None: return unauthorized("no key")\n')
+    result = run_to_end(["routes", "--project", str(tmp_path)])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "METHOD  PATH         HANDLER     GUARDS",
+        "GET     /health      (built-in)  -",
+        "GET     /ready       (built-in)  -",
+        "GET     /items/{id}  item        has_key (prefix /)"]
+    document = json.loads(run_to_end(["openapi", "--project", str(tmp_path)]).stdout)
+    assert document["components"]["securitySchemes"] == {
+        "header_x-api-key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
+    assert document["paths"]["/items/{id}"]["get"]["security"] == [{"header_x-api-key": []}]
+    assert "security" not in document["paths"]["/health"]["get"]
