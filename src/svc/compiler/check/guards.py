@@ -264,7 +264,7 @@ def _check_decl(decl: syntax.GuardDecl, report: Report) -> None:
 def _check_attrs(decl: syntax.FunctionDef, report: Report) -> None:
     if not decl.routes:
         report(f"@guard applies to route handlers: '{decl.name}' has no route attribute "
-               "(@get, @post, @put, @delete)", decl.guards[0].span)
+               "(@get(\"/path\"), @post(...), ...)", decl.guards[0].span)
     _no_repeats(decl.guards, f"'{decl.name}'", report)
 
 
