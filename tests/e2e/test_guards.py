@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from openapi_spec_validator import validate
+from tests.helpers.openapi_check import Exchange, exchange_problems
 from tests.helpers.svc_process import run_to_end, start
 
 PROGRAM = Path(__file__).with_name("programs") / "guards" / "guards.svc"
@@ -185,3 +186,34 @@ def test_svcc_routes_of_a_project_without_the_demo_routes(tmp_path):
         "header_x-api-key": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
     assert document["paths"]["/items/{id}"]["get"]["security"] == [{"header_x-api-key": []}]
     assert "security" not in document["paths"]["/health"]["get"]
+
+
+#: Requests whose answers (guards' errors and handlers' values) must validate against the
+#: program's OpenAPI document: method, target, request header fields, JSON body.
+TRAFFIC = [
+    ("GET", "/me", {}, None), ("GET", "/me", {"authorization": ADA}, None),
+    ("GET", "/me", {"authorization": "Bearer nope"}, None),
+    ("POST", "/notes", {}, {"text": "x"}),
+    ("POST", "/notes", {"authorization": ROOT}, {"text": "y"}),
+    ("GET", "/ordered", {}, None), ("GET", "/ordered", {"x-first": "1"}, None),
+    ("GET", "/ordered", {"x-first": "1", "x-second": "1"}, None),
+    ("GET", "/admin", {"authorization": ADA}, None),
+    ("GET", "/admin", {"authorization": ROOT}, None),
+    ("GET", "/admin/stats/3", {"authorization": ROOT}, None), ("GET", "/administrator", {}, None),
+    ("GET", "/crashy", {"x-divisor": "0"}, None),
+]
+
+
+def test_guarded_traffic_validates_against_the_openapi_document(server):
+    document = json.loads(run_to_end(["openapi", str(PROGRAM)]).stdout)
+    exchanges = []
+    for method, target, headers, body in TRAFFIC:
+        sent = dict(headers)
+        raw = None
+        if body is not None:
+            raw = json.dumps(body).encode()
+            sent["content-type"] = "application/json"
+        r = server.request(method, target, raw=raw, headers=sent)
+        exchanges.append(Exchange(method, target, sent, raw, r.status, r.headers, r.body))
+    assert sorted({e.status for e in exchanges}) == [200, 401, 403, 500]
+    assert exchange_problems(document, exchanges) == []
