@@ -104,6 +104,7 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
     program, diagnostics = check_modules(modules, os.path.normpath(entry))
     if project is not None:
         program.config_table, program.demo_routes = project.config, project.demo_routes
+        program.traffic = project.traffic
         if not diagnostics:
             diagnostics = _config_diagnostics(program, project, sources)
     if diagnostics:

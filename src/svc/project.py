@@ -10,6 +10,9 @@ holds the program's configuration and server switches.
     [server]                # optional
     demo_routes = false     # /stream and /ws off (default true)
 
+    [cors]                  # optional: answers to browsers of other origins (svc.traffic)
+    [rate_limit]            # optional: a token bucket per client (svc.traffic)
+
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
 diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
 `[config]` value that is not a string, integer, float or boolean, and a `[config]` key naming
@@ -27,12 +30,13 @@ from dataclasses import dataclass, field
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
 from svc.configuration import SECRET_WORDS, env_name, is_secret, toml_type
+from svc.traffic import cors_problem, rate_limit_problem
 
 CONFIG_NAME = "svc.toml"
 KEYS = {"entry": "the entry .svc file, relative to the project folder",
         "name": "the program's name"}
 #: The tables svc.toml may hold.
-TABLES = ("config", "server")
+TABLES = ("config", "server", "cors", "rate_limit")
 #: The keys of `[server]`, each a boolean.
 SERVER_KEYS = {"demo_routes": "whether the demonstration routes /stream and /ws are served"}
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
@@ -46,6 +50,8 @@ class Project:
     name: str | None = None
     config: dict[str, object] = field(default_factory=dict)  # `[config]`: TOML scalars
     demo_routes: bool = True  # `[server] demo_routes`
+    #: `[cors]` and `[rate_limit]` as written (checked by svc.traffic), when present
+    traffic: dict[str, dict] = field(default_factory=dict)
 
 
 def config_path(directory: str) -> str:
@@ -75,7 +81,7 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
             if not isinstance(value, dict):
                 return error(f"'{key}' in svc.toml must be a table ([{key}]), got "
                              f"{_toml_type(value)}", line, col, len(key))
-            found = _config_problem(value) if key == "config" else _server_problem(value)
+            found = _TABLE_CHECKS[key](value)
             if found is not None:
                 bad_key, message = found
                 line, col = _table_key_position(source, key, bad_key)
@@ -84,7 +90,7 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
             continue
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
-                         "[server])", line, col, len(key))
+                         "[server], [cors], [rate_limit])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
@@ -100,7 +106,8 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         return error(f"the entry file '{path}' named in svc.toml {problem}", line, col,
                      len("entry"))
     return Project(directory, path, data.get("name"), dict(data.get("config", {})),
-                   data.get("server", {}).get("demo_routes", True)), []
+                   data.get("server", {}).get("demo_routes", True),
+                   {key: data[key] for key in ("cors", "rate_limit") if key in data}), []
 
 
 def _assigns_secret(source: SourceFile, line: int) -> bool:
@@ -134,6 +141,10 @@ def _server_problem(table: dict) -> tuple[str, str] | None:
             return key, (f"'{key}' in svc.toml [server] must be true or false "
                          f"({SERVER_KEYS[key]}), got {toml_type(value)}")
     return None
+
+
+_TABLE_CHECKS = {"config": _config_problem, "server": _server_problem,
+                 "cors": cors_problem, "rate_limit": rate_limit_problem}
 
 
 def config_key_position(source: SourceFile, key: str) -> tuple[int, int]:

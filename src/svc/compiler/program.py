@@ -145,3 +145,5 @@ class CheckedProgram:
     config_classes: dict[str, None] = field(default_factory=dict)
     config_table: Optional[dict[str, object]] = None
     demo_routes: bool = True
+    # svc.toml's `[cors]` and `[rate_limit]` tables (svc.traffic), given to `serve` as written.
+    traffic: dict[str, dict] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from svc.process import close_databases, stop_on_signals
 from svc.runtime import builtin_routes, metrics, serverlog, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
+from svc.runtime.gate import Gate, gate_for
 from svc.runtime.serverlog import ServerLog, log_format_from_env, quiet_from_env
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import watch_loop
@@ -45,10 +46,12 @@ GEN0_THRESHOLD = 20_000
 
 async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None = None,
                 schedules: list[Schedule] | None = None,
-                demo_routes: bool = True) -> None | SvcError:
+                demo_routes: bool = True,
+                traffic: dict[str, dict] | None = None) -> None | SvcError:
     """Serve `routes` (plus /health, /ready, and /stream and /ws unless `demo_routes` is
     False) on 127.0.0.1:port until SIGINT/SIGTERM, and run the program's `jobs` and
-    `schedules` (svc.runtime.background) meanwhile.
+    `schedules` (svc.runtime.background) meanwhile. `traffic`: svc.toml's `[cors]` and
+    `[rate_limit]` tables (svc.runtime.gate), the rate limit's buckets shared by the workers.
 
     With `SVC_WORKERS` above 1 this process becomes the supervisor of that many worker
     processes (svc.runtime.workers), each serving through `serve_worker`; unset or 1, it
@@ -72,25 +75,30 @@ async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None 
             wait = wait_seconds_from_env()  # refused once, by the supervisor, not per worker
             if isinstance(wait, SvcError):
                 return wait
-            worker = functools.partial(serve_worker, jobs=jobs or [], schedules=schedules or [])
+            worker = functools.partial(serve_worker, jobs=jobs or [], schedules=schedules or [],
+                                       gate=gate_for(traffic, shared=True))
             return await workers.supervise(db, port, routes, count, worker, metrics_port)
     with watch_loop(asyncio.get_running_loop()):
-        return await _serve(db, port, routes, jobs or [], schedules or [])
+        return await _serve(db, port, routes, jobs or [], schedules or [],
+                            gate=gate_for(traffic, shared=False))
 
 
 async def serve_worker(db: Any, listener: socket.socket, routes: list[Route],
                        ready: Callable[[], None], jobs: list[Job] | None = None,
-                       schedules: list[Schedule] | None = None) -> None | SvcError:
+                       schedules: list[Schedule] | None = None,
+                       gate: Gate | None = None) -> None | SvcError:
     """One worker process of several: serve on the `listener` the supervisor made, and call
-    `ready()` where a single server prints its listening line (the supervisor prints it once)."""
+    `ready()` where a single server prints its listening line (the supervisor prints it once).
+    `gate`: made by the supervisor before forking, so its rate-limit buckets are shared."""
     with watch_loop(asyncio.get_running_loop()):
         return await _serve(db, listener.getsockname()[1], routes, jobs or [], schedules or [],
-                            listener, ready)
+                            listener, ready, gate)
 
 
 async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
                  schedules: list[Schedule], listener: socket.socket | None = None,
-                 ready: Callable[[], None] | None = None) -> None | SvcError:
+                 ready: Callable[[], None] | None = None,
+                 gate: Gate | None = None) -> None | SvcError:
     wait = wait_seconds_from_env()
     if isinstance(wait, SvcError):
         return wait
@@ -106,6 +114,7 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
     loop = asyncio.get_running_loop()
     log = ServerLog(quiet=quiet_from_env(), json=log_format == "json")
     app = App(loop, Router(tuple(routes)), db, wait, log)  # the built-in ones included
+    app.gate = gate
     settle_collector()
     try:
         if listener is not None:

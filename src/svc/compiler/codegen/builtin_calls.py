@@ -144,12 +144,20 @@ _TABLE_USERS = {"serve": ("server", "serve", (ROUTES, JOBS, SCHEDULES)),
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`serve(db, port)` also gets the entry module's route, job and schedule tables;
     `test_request(...)` its routes, `run_jobs(db)` its jobs; the first two `demo_routes=False`
-    when svc.toml's `[server] demo_routes = false` leaves out /stream and /ws."""
+    when svc.toml's `[server] demo_routes = false` leaves out /stream and /ws, and `serve` its
+    `[cors]` and `[rate_limit]` tables as `traffic` (svc.traffic)."""
     module, function, tables = _TABLE_USERS[e.target or ""]
     keywords = []
     if not gen.program.demo_routes and function != "run_jobs":  # svc.toml switched them off
         keywords.append(ast.keyword(arg="demo_routes", value=ast.Constant(False)))
+    if gen.program.traffic and function == "serve":  # svc.toml's [cors] and [rate_limit]
+        keywords.append(ast.keyword(arg="traffic", value=_literal(gen.program.traffic)))
     return _call(gen.runtime(module, function), args + [_name(t) for t in tables], keywords)
+
+
+def _literal(value: object) -> ast.expr:
+    """A TOML table (strings, numbers, booleans, arrays, tables) as a Python literal."""
+    return ast.parse(repr(value), mode="eval").body
 
 
 def _enqueue_job(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:

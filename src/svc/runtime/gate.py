@@ -1,0 +1,115 @@
+"""What svc.toml's `[cors]` and `[rate_limit]` do to a request before it is routed.
+
+The connection (compiled/connection.py) calls `Gate.stops` for every request when the
+program has either table, and not at all otherwise: a server without them pays one attribute
+test per request. `stops` answers the request itself and returns True for
+
+- a request over its client's rate limit: 429 `{"error":"too many requests"}` with
+  `Retry-After` (svc.runtime.rate_limit); /health and /ready are never limited (a load
+  balancer's probe must not be refused, nor make a client's budget run out);
+- a CORS preflight: 204 with the `Access-Control-Allow-*` fields when allowed, 403 naming
+  what is not allowed otherwise (svc.runtime.cors); a preflight for a path or method no route
+  serves gets that 404 or 405 instead, without CORS fields.
+
+Otherwise it leaves the CORS fields of the answer on the connection (`Connection.extra`,
+which every answer writes with its `X-Request-Id`) and returns False: the request is served as
+usual. The rate limit comes first, so a client over its limit costs nothing more; its 429
+carries the CORS fields too, so the page can read it.
+"""
+
+from __future__ import annotations
+
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from svc.runtime import cors as cors_rules
+from svc.runtime.compiled.responses import JSON, error_body, head
+from svc.runtime.compiled.routing import Refusal
+from svc.runtime.rate_limit import Buckets, retry_after
+from svc.traffic import cors_settings, rate_limit_settings
+
+if TYPE_CHECKING:
+    from svc.runtime.compiled.connection import Connection
+    from svc.runtime.compiled.protocol import Request
+
+#: Paths no rate limit applies to: liveness and readiness probes.
+EXEMPT = frozenset({"/health", "/ready"})
+TOO_MANY = error_body("too many requests")
+
+
+class Gate:
+    def __init__(self, cors: cors_rules.Cors | None, buckets: Buckets | None,
+                 forwarded: bool = False) -> None:
+        self.cors = cors
+        self.buckets = buckets
+        #: the client is the last address of the last X-Forwarded-For field
+        self.forwarded = forwarded
+
+    def stops(self, conn: Connection, req: Request) -> bool:
+        """Answer the request here (True), or leave it to its route (False)."""
+        cors = self.cors
+        origin = None
+        if cors is not None:
+            origin = req.header(b"origin")
+            conn.extra = cors_rules.actual_fields(cors, origin)
+        if self.buckets is not None and req.path not in EXEMPT:
+            wait = self.buckets.admit(self.client(conn, req), monotonic())
+            if wait > 0.0:
+                conn.route = None
+                conn.finish(req, 429, JSON, TOO_MANY, b"Retry-After: %d\r\n" % retry_after(wait))
+                return True
+        if cors is not None and req.method == "OPTIONS" and origin is not None:
+            asked = req.header(b"access-control-request-method")
+            if asked is not None:
+                self._preflight(conn, req, cors, origin, asked)
+                return True
+        return False
+
+    def _preflight(self, conn: Connection, req: Request, cors: cors_rules.Cors,
+                   origin: bytes, asked: bytes) -> None:
+        conn.route = None
+        found: Any = conn.app.router.resolve(asked.decode("latin-1").strip(), req.path)
+        if found.__class__ is Refusal:  # no route for it: the usual 404 or 405, no CORS
+            conn.extra = b""
+            conn.finish(req, found.status, JSON, found.body, found.extra)
+            return
+        allowed, answer = cors_rules.preflight(cors, origin, asked,
+                                               req.header(b"access-control-request-headers"))
+        if allowed:  # 204 has no Content-Length (RFC 9110, 8.6)
+            assert isinstance(answer, bytes)
+            conn.extra = b""
+            keep = conn.keeps_alive(req)
+            conn.send(req, 204, keep, head(204, None, None, keep, answer + conn.id_line(req)))
+        else:
+            conn.extra = cors_rules.PREFLIGHT_VARY
+            conn.finish(req, 403, JSON, error_body(str(answer)))
+
+    def client(self, conn: Connection, req: Request) -> str:
+        """The client's key: its address (without the port), or with `client =
+        "x-forwarded-for"` the last entry of the last X-Forwarded-For field when there is one
+        (what the proxy in front appended: the entries before it are the client's word)."""
+        if self.forwarded:
+            last = None
+            for name, value in req.headers:
+                if name.lower() == b"x-forwarded-for":
+                    last = value
+            if last is not None:
+                entry = last.rpartition(b",")[2].strip()
+                if entry:
+                    return entry.decode("latin-1")
+        name = conn.transport.get_extra_info("peername")
+        return str(name[0]) if isinstance(name, tuple) and name else "local"
+
+
+def gate_for(traffic: dict[str, dict] | None, shared: bool) -> Gate | None:
+    """The gate of svc.toml's tables as the generated program passes them to `serve` (None
+    without either table); `shared`: buckets shared by worker processes forked later."""
+    if not traffic:
+        return None
+    cors = cors_rules.Cors(cors_settings(traffic["cors"])) if "cors" in traffic else None
+    buckets, forwarded = None, False
+    if "rate_limit" in traffic:
+        settings = rate_limit_settings(traffic["rate_limit"])
+        buckets = Buckets(settings, shared)
+        forwarded = settings.client == "x-forwarded-for"
+    return Gate(cors, buckets, forwarded)
