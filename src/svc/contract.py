@@ -197,6 +197,27 @@ def header_value_problem(value: str) -> str | None:
     return None
 
 
+#: Header fields an error's answer may not carry beside the server's own: its body is always
+#: the JSON error object (`with_header`, svc.runtime.errors).
+ERROR_FIXED_HEADERS = frozenset({"content-type"})
+
+
+def error_header_problem(name: str, value: str | None = None) -> str | None:
+    """Why an error's answer may not carry header `name` (with `value`), or None."""
+    problem = header_problem(name, value)
+    if problem is None and name.lower() in ERROR_FIXED_HEADERS:
+        problem = f"header {name!r} of an error's answer is always application/json"
+    return problem
+
+
+def retry_after_problem(seconds: int) -> str | None:
+    """Why `seconds` cannot be a Retry-After delay (RFC 9110 §10.2.3: a non-negative
+    integer), or None."""
+    if seconds < 0:
+        return f"retry_after_s {seconds} is negative (a Retry-After delay is 0 or more seconds)"
+    return None
+
+
 # --- requests a test makes (`headers_of`, `test_request`) ----------------------------------------
 
 def header_line_problem(line: str) -> str | None:

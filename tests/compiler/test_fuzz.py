@@ -451,3 +451,59 @@ def test_guards_never_raise(tmp_path: Path) -> None:
             continue
         assert isinstance(compile_program(Target(file=str(target))), Compiled), text
     assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+
+
+#: The error makers of issue 24 and @patch among the mutation snippets, and the pieces of
+#: random error answers (test_error_answers_never_raise).
+SNIPPETS += [b'@patch("/x/{id}")\n', b"@patch(", b'unprocessable("r", ', b"too_many_requests(",
+             b'with_header(', b'"WWW-Authenticate"', b"error_fields(e)", b'"Retry-After"']
+_ERROR_RESULTS = ['unauthorized("no")', 'too_many_requests("slow", 5)', "too_many_requests(n, -1)",
+                  'unprocessable("bad", reasons)', "unprocessable(n, Map())", "fail(e)", "ok(n)",
+                  "r", "1", "e", "with_header(r, name, n)", 'error("x")', "None",
+                  'too_many_requests("slow", n)', "unprocessable(reasons)"]
+_HEADER_ARGS = ['"WWW-Authenticate"', '"Retry-After"', '"Bad Name"', '"content-type"', "name",
+                '"X-A"', '"a\\nb"', "n", '"Bearer"', "1", "reasons"]
+
+
+def error_answer(rng: random.Random) -> str:
+    """A returned error maker, wrapped in with_header calls or not, with arguments of random
+    kinds and number (or `error_fields` read back)."""
+    result = rng.choice(_ERROR_RESULTS)
+    for _ in range(rng.randrange(3)):
+        args = [result, rng.choice(_HEADER_ARGS), rng.choice(_HEADER_ARGS)]
+        if rng.random() < 0.1:
+            args = args[:rng.randrange(3)]
+        result = f"with_header({', '.join(args)})"
+    if rng.random() < 0.15:
+        return rng.choice(["x = error_fields(e)", "x = error_fields(n)", f"x = {result}",
+                           "return ok(str(len(error_fields(e))))"])
+    return f"return {result}"
+
+
+@pytest.mark.fuzz
+def test_error_answers_never_raise(tmp_path: Path) -> None:
+    """Random error answers (unprocessable, too_many_requests, with_header, error_fields) in a
+    PATCH handler and a helper: each program checks (and then also generates and compiles) or
+    gives diagnostics with valid positions, never an exception."""
+    from svc.pipeline import Compiled, compile as compile_program
+
+    rng = random.Random(SEED)
+    target = tmp_path / "errors.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        text = ('@patch("/x/{name}")\nasync def x(name: str, h: Headers) -> Result[str, Error]:\n'
+                '    n = "slow"\n    let reasons: Map[str, str] = Map()\n'
+                '    set(reasons, "name", "must not be empty")\n'
+                '    let r: Result[str, Error] = ok(name)\n'
+                '    match r:\n        case Ok(v): pass\n        case Err(e):\n'
+                f"            {error_answer(rng)}\n    {error_answer(rng)}\n\n"
+                "def helper(e: Error, name: str) -> Result[str, Error]:\n"
+                '    n = "1"\n    let reasons: Map[str, str] = Map()\n'
+                '    let r: Result[str, Error] = fail(e)\n'
+                f"    {error_answer(rng)}\n\n"
+                "def main():\n    pass\n")
+        if rejected_without_raising(target, text.encode("utf-8"), index):
+            rejected += 1
+            continue
+        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made

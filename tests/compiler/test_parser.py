@@ -233,7 +233,7 @@ def test_helpful_messages() -> None:
         '@get("/a", "/b")\nasync def f():\n    pass\n': "exactly one string literal",
         "@get()\nasync def f():\n    pass\n": "needs a path",
         "@get(1)\nasync def f():\n    pass\n": "must be a string literal",
-        "@patch(\"/a\")\nasync def f():\n    pass\n": "unknown attribute '@patch'",
+        "@options(\"/a\")\nasync def f():\n    pass\n": "unknown attribute '@options'",
         "def f():\n    case Ok(x): pass\n": "'case' outside a 'match'",
         "def f():\n    else: pass\n": "'else' without a matching 'if'",
         "def f()\n    pass\n": "expected ':'",

@@ -397,7 +397,7 @@ async def test_refused() -> Result[unit, Error]:
     assert_eq(status(await test_request(db, "POST", "/nowhere", none, "")), 404)
     wrong = await test_request(db, "DELETE", "/accounts/1", none, "")
     assert_eq(status(wrong), 405)
-    assert_eq(header(wrong, "Allow"), "GET, HEAD")
+    assert_eq(header(wrong, "Allow"), "GET, HEAD, OPTIONS")
     nobody = await test_request(db, "POST", "/accounts", none, "{\\"id\\": 1, \\"name\\": \\"a\\"}")
     assert_eq(status(nobody), 401)
     assert_eq(body(nobody), "{\\"error\\":\\"admins only\\"}")

@@ -47,9 +47,9 @@ def test_unknown_path_404_and_wrong_method_405_with_allow(server):
     assert request(server.port, "GET", "/no/such/path").status == 404
     resp = request(server.port, "PATCH", "/users/1")
     assert resp.status == 405
-    assert resp.headers["allow"] == "DELETE, GET, HEAD, PUT"
+    assert resp.headers["allow"] == "DELETE, GET, HEAD, OPTIONS, PUT"
     assert resp.json() == {"error": "method not allowed"}
-    assert request(server.port, "POST", "/health", b"").headers["allow"] == "GET, HEAD"
+    assert request(server.port, "POST", "/health", b"").headers["allow"] == "GET, HEAD, OPTIONS"
 
 
 def test_head_has_get_headers_and_no_body(server):
@@ -165,7 +165,7 @@ def test_expect_100_continue_accepted(server):
 
 @pytest.mark.parametrize("head, status, header", [
     (b"POST /nowhere HTTP/1.1\r\nContent-Length: 5\r\n", 404, None),
-    (b"POST /hello HTTP/1.1\r\nContent-Length: 5\r\n", 405, ("allow", "GET, HEAD")),
+    (b"POST /hello HTTP/1.1\r\nContent-Length: 5\r\n", 405, ("allow", "GET, HEAD, OPTIONS")),
     (b"PUT /users/3 HTTP/1.1\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n", 415, None),
 ])
 def test_expect_100_continue_for_a_body_that_would_be_refused_gets_the_answer_at_once(

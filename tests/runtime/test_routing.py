@@ -39,7 +39,7 @@ def test_capture_and_methods():
     assert router.resolve("HEAD", "/t/42")[0] is router.resolve("GET", "/t/42")[0]
     refusal = router.resolve("POST", "/t/42")
     assert isinstance(refusal, Refusal) and refusal.status == 405
-    assert refusal.extra == b"Allow: DELETE, GET, HEAD\r\n"
+    assert refusal.extra == b"Allow: DELETE, GET, HEAD, OPTIONS\r\n"
 
 
 def test_capture_binding_in_param_order():
@@ -114,7 +114,7 @@ def test_resolve_refusals():
     assert missing.body == b'{"error":"not found"}'
     wrong = router.resolve("POST", "/t/42")
     assert isinstance(wrong, Refusal) and wrong.status == 405
-    assert wrong.extra == b"Allow: DELETE, GET, HEAD\r\n"
+    assert wrong.extra == b"Allow: DELETE, GET, HEAD, OPTIONS\r\n"
     assert wrong.body == b'{"error":"method not allowed"}'
 
 

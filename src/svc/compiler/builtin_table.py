@@ -55,6 +55,8 @@ SORTABLE_LIST = "sortable_list"  # List[i64], List[i32], List[f64] or List[str] 
 RESPONSE = "response"  # any Response[T] (`set_header`, `add_header`)
 RESPONSE_BODY = "response_body"  # what a handler may answer; typed by an expected Response[T]
 HEADERS_OR_RESPONSE = "headers_or_response"  # a request's Headers or a Response[T] (`header`)
+RESULT_ARG = "result_arg"  # any Result[T, Error]; typed by the Result the context expects
+#                            (`with_header(unauthorized("..."), ...)`)
 
 Kind = str
 ParamSpec = Union[Type, Kind]
@@ -197,8 +199,8 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("fail(e: Error)", (ERROR,), FROM_CONTEXT, UNBOXED,
        "An error that is e itself, kind and message kept."),
     _b("error_kind(e: Error) -> str", (ERROR,), STR, ERROR_FIELD,
-       "The kind of an error: invalid, not_found, conflict, unauthorized, forbidden, internal, "
-       "database, timeout or busy."),
+       "The kind of an error: invalid, not_found, conflict, unauthorized, forbidden, "
+       "unprocessable, too_many_requests, internal, database, timeout, busy or bad_gateway."),
     _b("error_message(e: Error) -> str", (ERROR,), STR, ERROR_FIELD, "The message of an error."),
     _b("conflict(reason: str)", (STR,), FROM_CONTEXT, "support.conflict",
        "An error of kind conflict (a 409 from a handler).", errors=frozenset({"conflict"})),
@@ -207,6 +209,21 @@ BUILTINS: dict[str, Builtin] = dict([
        errors=frozenset({"unauthorized"})),
     _b("forbidden(reason: str)", (STR,), FROM_CONTEXT, "support.forbidden",
        "An error of kind forbidden (a 403 from a handler).", errors=frozenset({"forbidden"})),
+    # errors whose answers say more (runtime/errors.py)
+    _b("unprocessable(reason: str, fields: Map[str, str])", (STR, MapOf(STR)), FROM_CONTEXT,
+       "errors.unprocessable", "An error of kind unprocessable (a 422 from a handler) naming "
+       "what is wrong with each field: {\"error\": reason, \"fields\": fields}.",
+       errors=frozenset({"unprocessable"})),
+    _b("too_many_requests(reason: str, retry_after_s: i64)", (STR, I64), FROM_CONTEXT,
+       "errors.too_many_requests", "An error of kind too_many_requests (a 429 from a handler) "
+       "whose answer carries Retry-After: retry_after_s (0 or more).",
+       errors=frozenset({"too_many_requests"})),
+    _b("with_header(r: Result[T, Error], name: str, value: str) -> Result[T, Error]",
+       (RESULT_ARG, STR, STR), SAME_AS_ARG, "errors.with_header",
+       "An error result with the header field called name (any case) set to value on its "
+       "answer (WWW-Authenticate on a 401, Retry-After on a 503); an ok result as it is."),
+    _b("error_fields(e: Error) -> Map[str, str]", (ERROR,), MapOf(STR), "errors.error_fields",
+       "The field reasons of an unprocessable error (a new map); empty for other errors."),
     # text (the standard library, runtime/stdlib.py)
     _b("trim(text: str) -> str", (STR,), STR, "stdlib.trim",
        "The text without Unicode whitespace at either end."),
@@ -434,4 +451,5 @@ KIND_TEXT = {
     SORTABLE_LIST: "List[i64], List[i32], List[f64] or List[str]",
     RESPONSE: "a Response[T]",
     HEADERS_OR_RESPONSE: "Headers or a Response[T]",
+    RESULT_ARG: "a Result[T, Error]",
 }

@@ -32,6 +32,8 @@ STATUS_BY_KIND = {
     "database": 500,
     "timeout": 504,
     "busy": 503,
+    "unprocessable": 422,
+    "too_many_requests": 429,
 }
 
 
@@ -39,17 +41,25 @@ class SvcError:
     """An svc `Error` value. `Result` is unboxed: an error result *is* an SvcError instance.
 
     `detail`, when set, is for the server log only (a constraint violation's database
-    message and SQL); it is no part of the value (`==`, `error_message`)."""
+    message and SQL); it is no part of the value (`==`, `error_message`). `headers` are the
+    header fields its answer carries (`with_header`, `too_many_requests`' Retry-After) and
+    `fields` the field-level reasons of an `unprocessable` error (its answer's `"fields"`);
+    both are part of the value (svc.runtime.errors makes them)."""
 
-    __slots__ = ("kind", "message", "detail")
+    __slots__ = ("kind", "message", "detail", "headers", "fields")
 
-    def __init__(self, kind: str, message: str, detail: str | None = None) -> None:
+    def __init__(self, kind: str, message: str, detail: str | None = None,
+                 headers: tuple[tuple[str, str], ...] = (),
+                 fields: dict[str, str] | None = None) -> None:
         self.kind = kind
         self.message = message
         self.detail = detail
+        self.headers = headers
+        self.fields = fields
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SvcError) and (self.kind, self.message) == (other.kind, other.message)
+        return isinstance(other, SvcError) and (self.kind, self.message) == (other.kind, other.message) \
+            and self.headers == other.headers and self.fields == other.fields
 
     def __hash__(self) -> int:
         return hash((self.kind, self.message))

@@ -30,6 +30,10 @@ from svc.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA = "Error"
+#: The body of a 422 (`unprocessable`): a `.` in the name, so no class's schema can have it.
+FIELDS_ERROR_SCHEMA = "Error.fields"
+#: Error statuses whose answers carry Retry-After (`too_many_requests`, `busy`).
+RETRY_AFTER_STATUSES = frozenset({429, 503})
 _SCHEMAS = "#/components/schemas/"
 
 #: Error statuses every route can answer: a malformed request or a bad parameter or body
@@ -40,7 +44,8 @@ ALWAYS = (400, 405, 413, 500, 503, 504)
 #: Statuses that never carry content (RFC 9110): the server drops a Response's body for them.
 NO_CONTENT = frozenset({204, 304})
 #: Statuses a route answers only when its handler can make an error of that kind.
-BY_KIND = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409}
+BY_KIND = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409,
+           "unprocessable": 422, "too_many_requests": 429}
 #: Each error status: its name in `components/responses` and what it means here.
 ERROR_RESPONSES = {
     400: ("BadRequest", "A malformed request, a parameter or body that does not read, or an "
@@ -53,9 +58,15 @@ ERROR_RESPONSES = {
     409: ("Conflict", "A `conflict` error from the handler (a database constraint included)"),
     413: ("PayloadTooLarge", "The request body is over 1 MiB"),
     415: ("UnsupportedMediaType", "The body must be application/json"),
+    422: ("UnprocessableContent", "An `unprocessable` error from the handler: the reason, and "
+                                  "what is wrong with each field under `fields`"),
     426: ("UpgradeRequired", "Not a WebSocket upgrade request"),
+    429: ("TooManyRequests", "Too many requests: a `too_many_requests` error from the handler, "
+                             "or a client over svc.toml's rate limit; Retry-After says in how "
+                             "many seconds to try again"),
     500: ("InternalError", "An internal error (the details are in the server log)"),
-    503: ("Busy", "The database queue stayed full, or the server is shutting down"),
+    503: ("Busy", "The database queue stayed full, or the server is shutting down (Retry-After "
+                  "says when to try again)"),
     504: ("Timeout", "The request passed the processing limit (2 s)"),
 }
 
@@ -67,7 +78,7 @@ def document(program: CheckedProgram, title: str, version: str = "0") -> dict[st
     for route, operation_id in zip(program.routes, operation_ids):
         item = paths.setdefault(route.path, {"description": (
             "Other methods on this path are answered 405 with an Allow header; HEAD is "
-            "answered wherever GET is.")})
+            "answered wherever GET is; OPTIONS is answered 204 with the Allow header.")})
         item[route.method.lower()] = _operation(program, route, operation_id)
     paths.update(_builtin_paths(program.demo_routes))
     components: dict[str, Any] = {"schemas": _component_schemas(program),
@@ -235,10 +246,18 @@ def _error_response(status: int) -> dict[str, Any]:
 
 
 def _component_responses() -> dict[str, Any]:
-    """Every error response once: the status's meaning and the `{"error": "..."}` body."""
-    return {name: {"description": description, "content": {
-                "application/json": {"schema": {"$ref": _SCHEMAS + ERROR_SCHEMA}}}}
-            for name, description in ERROR_RESPONSES.values()}
+    """Every error response once: the status's meaning and the `{"error": "..."}` body (with
+    `fields` for 422); 429 and 503 carry Retry-After."""
+    responses: dict[str, Any] = {}
+    for status, (name, description) in ERROR_RESPONSES.items():
+        schema = FIELDS_ERROR_SCHEMA if status == 422 else ERROR_SCHEMA
+        responses[name] = {"description": description, "content": {
+            "application/json": {"schema": {"$ref": _SCHEMAS + schema}}}}
+        if status in RETRY_AFTER_STATUSES:
+            responses[name]["headers"] = {"Retry-After": {
+                "description": "Seconds to wait before trying again",
+                "schema": {"type": "integer", "minimum": 0}}}
+    return responses
 
 
 # --- types ----------------------------------------------------------------------------------------
@@ -307,6 +326,13 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
         "type": "object",
         "properties": {"error": {"type": "string"}},
         "required": ["error"],
+        "additionalProperties": False,
+    }
+    schemas[FIELDS_ERROR_SCHEMA] = {  # `unprocessable(reason, fields)`
+        "type": "object",
+        "properties": {"error": {"type": "string"},
+                       "fields": {"type": "object", "additionalProperties": {"type": "string"}}},
+        "required": ["error", "fields"],
         "additionalProperties": False,
     }
     return schemas

@@ -232,6 +232,8 @@ class CallChecker(ExpressionChecker):
                     self.expect(arg, ok_type, "argument of ok: ")
             elif spec == B.RESPONSE_BODY:
                 arg_types.append(check_http.response_body(self, arg, expected))
+            elif spec == B.RESULT_ARG:
+                arg_types.append(self.result_argument(b, arg, expected))
             else:
                 arg_types.append(self.argument(call, b, i, arg, spec, arg_types))
         if b.is_async and not awaited:
@@ -243,6 +245,19 @@ class CallChecker(ExpressionChecker):
         if b.test_only:
             check_http.check_test_only(self, call)
         return self.builtin_result(call, b, expected, type_arg, arg_types)
+
+    def result_argument(self, b: B.Builtin, arg: syntax.Expr, expected) -> Type:
+        """A Result argument (`with_header`): of the Result type the context expects, so an
+        error maker written in it knows its type; else any Result[T, Error]."""
+        if isinstance(expected, ResultOf):
+            self.expect(arg, expected, f"argument 1 of {b.name}: ")
+            return expected
+        t = self.expr(arg, None)
+        if not isinstance(t, ResultOf) and t != UNKNOWN:
+            self.error(f"argument 1 of {b.name}: expected {B.KIND_TEXT[B.RESULT_ARG]}, "
+                       f"found {fmt(t)}", arg.span)
+            return UNKNOWN
+        return t
 
     def refuse_changing_constant(self, builtin: str, arg: syntax.Expr) -> None:
         """`append(LIMITS, 4)` would change a copy of the constant and lose it: refused."""

@@ -22,8 +22,8 @@ from svc.compiler.svctypes import (
     format_type, is_json_type,
 )
 from svc.contract import (
-    header_line_problem, header_problem, header_value_problem, method_problem, status_problem,
-    target_problem,
+    error_header_problem, header_line_problem, header_problem, header_value_problem,
+    method_problem, retry_after_problem, status_problem, target_problem,
 )
 
 #: The type names this module resolves.
@@ -93,7 +93,8 @@ def _contains_response(t: Type) -> bool:
 # --- builtin calls ---------------------------------------------------------------------------
 
 #: Builtins whose literal arguments are checked as the server would check them.
-LITERAL_CHECKED = frozenset({"respond", "set_header", "add_header", "headers_of", "test_request"})
+LITERAL_CHECKED = frozenset({"respond", "set_header", "add_header", "headers_of", "test_request",
+                             "with_header", "too_many_requests"})
 
 
 def response_body(calls, arg: syntax.Expr, expected: Type | None) -> Type:
@@ -129,8 +130,14 @@ def check_literals(calls, call: syntax.Call) -> None:
         if status is not None and status_problem(status) is not None:
             calls.error(f"respond: {status_problem(status)}", args[0].span)
         return
+    if call.target == "too_many_requests":
+        seconds = int_literal(args[1]) if len(args) >= 2 else None
+        if seconds is not None and retry_after_problem(seconds) is not None:
+            calls.error(f"too_many_requests: {retry_after_problem(seconds)}", args[1].span)
+        return
+    name_problem = error_header_problem if call.target == "with_header" else header_problem
     if len(args) >= 2 and isinstance(args[1], syntax.StrLit):
-        problem = header_problem(args[1].value)
+        problem = name_problem(args[1].value)
         if problem is not None:
             calls.error(f"{call.target}: {problem}", args[1].span)
     if len(args) >= 3 and isinstance(args[2], syntax.StrLit):

@@ -17,10 +17,10 @@ from svc.compiler.front.parse_expressions import EXPR_START, ExpressionParser
 from svc.compiler.source import SourceFile, Span
 from svc.contract import RECURSION_LIMIT
 
-ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "delete": "DELETE"}
+ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "patch": "PATCH", "delete": "DELETE"}
 #: The attributes of functions run outside requests (durable jobs and schedules).
 BACKGROUND_KINDS = ("job", "every", "cron")
-ATTRIBUTES_TEXT = "@get, @post, @put, @delete, @job, @every, @cron or @guard"
+ATTRIBUTES_TEXT = "@get, @post, @put, @patch, @delete, @job, @every or @cron"
 MAX_BLOCKS = 100
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")

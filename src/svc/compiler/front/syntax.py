@@ -345,7 +345,7 @@ class Param(Node):
 
 @dataclass(eq=False)
 class RouteAttr(Node):
-    """`@get("/path")`: method is upper case ("GET", "POST", "PUT", "DELETE")."""
+    """`@get("/path")`: method is upper case ("GET", "POST", "PUT", "PATCH", "DELETE")."""
 
     method: str
     path: str

@@ -1,6 +1,6 @@
 """How each route is answered, chosen once per route at start-up: one strategy object each.
 
-A route is answered in one of five ways, and which one never changes while the server runs:
+A route is answered in one of six ways, and which one never changes while the server runs:
 
     FixedBytes      /health: the same bytes every time (responses.Fixed)
     CallNow         a plain `def` handler: bind, call, answer, all in the callback that read
@@ -9,6 +9,7 @@ A route is answered in one of five ways, and which one never changes while the s
                     at once (`Connection.start_handler`, eager.py); answered when it ends
     StreamBody      /stream: a chunked body the handler writes piece by piece
     UpgradeToWebSocket  /ws: the connection becomes a WebSocket session
+    AnswerOptions   OPTIONS on a known path (and `OPTIONS *`): 204 with the `Allow` line
 
 `answer_for(route)` picks the strategy (`CompiledRoute.answer`), so `Connection._handle` makes
 one call, `route.answer.serve(conn, req, route, captures)`, instead of testing the route's
@@ -26,6 +27,7 @@ from svc.contract import ResultKind, Route
 from svc.runtime.compiled import responses
 from svc.runtime.compiled.binding import BindError
 from svc.runtime.compiled.protocol import Request
+from svc.runtime.support import SvcError
 
 if TYPE_CHECKING:  # both call into this module; only their types are named here
     from svc.runtime.compiled.connection import Connection
@@ -105,6 +107,37 @@ class UpgradeToWebSocket(Answer):
     def serve(self, conn: Connection, req: Request, route: CompiledRoute,
               captures: tuple[bytes, ...]) -> None:
         conn.upgrade(req)
+
+
+class AnswerOptions(Answer):
+    """OPTIONS on a known path, or `OPTIONS *`: the methods there, answered by the server
+    (programs declare no OPTIONS handlers). `allow` is the path's `Allow` line, made once."""
+
+    def __init__(self, allow: bytes) -> None:
+        self.allow = allow
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        answer_options(conn, req, self.allow)
+
+
+def answer_options(conn: Connection, req: Request, allow: bytes) -> None:
+    """The plain OPTIONS answer (RFC 9110 §9.3.7): 204 with the `Allow` line and no body (a
+    204 has no Content-Length either). The one place it is made: a CORS preflight (an OPTIONS
+    request with Origin and Access-Control-Request-Method) is answered in front of this."""
+    keep = conn.keeps_alive(req)
+    conn.send(req, 204, keep, responses.head(204, None, None, keep, allow + conn.id_line(req)))
+
+
+def answer_error(conn: Connection, req: Request, route: CompiledRoute | None,
+                 err: SvcError) -> None:
+    """An svc `Error` as the answer, whoever returned it (a handler, a guard, a helper through
+    `try`): its kind's status, its JSON body and the header fields it carries
+    (responses.error_answer); the detail of a 500 goes to the log with the request."""
+    status, body, extra, detail = responses.error_answer(err)
+    if detail is not None:
+        conn.app.log.request_error(req, route, detail)
+    conn.finish(req, status, responses.JSON, body, extra)
 
 
 CALL_NOW = CallNow()

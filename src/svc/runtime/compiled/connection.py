@@ -44,6 +44,7 @@ from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Requ
 from svc.runtime.compiled.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.compiled.routing import BindError, CompiledRoute, Refusal, Router
 from svc.runtime.compiled.accesslog import ServerLog, new_request_id
+from svc.runtime.compiled.answers import answer_error
 from svc.runtime import serverlog  # noqa: F401 - formats ServerLog's rare lines (accesslog.py)
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import SvcTimeout
@@ -382,7 +383,9 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 return self.fault(req, exc)
             return self.finish(req, 200, JSON, body)
-        if route.responds and value.__class__ is not SvcError:
+        if value.__class__ is SvcError:  # with its header fields (answers.answer_error)
+            return answer_error(self, req, route, value)
+        if route.responds:
             return self._respond(req, route, value)
         try:
             status, ctype, body, detail = responses.result_for(route.result, value, route.floats)
@@ -390,7 +393,7 @@ class Connection(asyncio.Protocol):
             return self.fault(req, exc)
         if detail is not None:
             self.app.log.request_error(req, route, detail)
-        self.finish(req, status, ctype, body, responses.RETRY_AFTER if status == 503 else b"")
+        self.finish(req, status, ctype, body)
 
     def _respond(self, req: Request, route: CompiledRoute, value) -> None:
         """A `Response[T]`: the status and header fields its handler chose."""

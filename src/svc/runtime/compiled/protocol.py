@@ -310,8 +310,10 @@ class HttpConnection:
                     and self._parser.get_http_version() == "1.1":
                 self._continue_at = True
                 url = self._url
-                path = url.partition(b"?")[0] if url[:1] == b"/" else _absolute_target(url)[0]
-                method = self._parser.get_method().decode("latin-1")
+                raw_method = self._parser.get_method()
+                path = url.partition(b"?")[0] if url[:1] == b"/" \
+                    else _other_target(url, raw_method)[0]
+                method = raw_method.decode("latin-1")
                 self._events.append(Continue(method, path.decode("latin-1"), url,
                                              self._content_type))
 
@@ -330,11 +332,11 @@ class HttpConnection:
             self._continue_at = False
         parser = self._parser
         url = self._url
+        raw_method = parser.get_method()
         if url[:1] == b"/":
             path, _, query = url.partition(b"?")
         else:
-            path, query = _absolute_target(url)
-        raw_method = parser.get_method()
+            path, query = _other_target(url, raw_method)
         body = b""
         if self._body:
             body = b"".join(self._body)
@@ -390,9 +392,12 @@ def _may_upgrade(parser: httptools.HttpRequestParser, special: dict | None, meth
     return parser.should_upgrade()
 
 
-def _absolute_target(url: bytes) -> tuple[bytes, bytes]:
-    """`http://host/p?q` → (b"/p", b"q"); anything else that is not `/...` is refused."""
+def _other_target(url: bytes, method: bytes) -> tuple[bytes, bytes]:
+    """`http://host/p?q` → (b"/p", b"q"); `OPTIONS *` (RFC 9110 §7.1, the server as a whole)
+    → (b"*", b""); anything else that is not `/...` is refused."""
     if url[:7] == b"http://" or url[:8] == b"https://":
         parsed = httptools.parse_url(url)
         return parsed.path or b"/", parsed.query or b""
+    if url == b"*" and method == b"OPTIONS":
+        return b"*", b""
     raise _Refuse(400, "malformed request target")

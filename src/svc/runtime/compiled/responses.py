@@ -137,11 +137,37 @@ RETRY_AFTER = b"Retry-After: 1\r\n"
 
 
 def error_for(err: SvcError) -> tuple[int, bytes, str | None]:
-    """(status, JSON body, detail for the server log or None) for an svc `Error` value."""
+    """(status, JSON body, detail for the server log or None) for an svc `Error` value; an
+    `unprocessable` error's body names its fields: `{"error": ..., "fields": {...}}`."""
     status = STATUS_BY_KIND.get(err.kind, 500)
     if status == 500:
         return 500, INTERNAL, f"{err.kind} error: {err.message}"
+    if err.fields is not None:
+        return status, _encoder.encode({"error": err.message, "fields": err.fields}), err.detail
     return status, error_body(err.message), err.detail
+
+
+def error_answer(err: SvcError) -> tuple[int, bytes, bytes, str | None]:
+    """(status, JSON body, extra header lines, log detail) for an svc `Error` value: what
+    `error_for` says, and the header fields the error carries (`with_header`, the Retry-After
+    of `too_many_requests`); a 503 without its own Retry-After gets `RETRY_AFTER`. Every error
+    a handler (or anything before it) returns is answered through here, so its fields are
+    never lost."""
+    status, body, detail = error_for(err)
+    headers = err.headers
+    if not headers:
+        return status, body, RETRY_AFTER if status == 503 else b"", detail
+    extra = "".join([f"{name}: {value}\r\n" for name, value in headers]).encode("utf-8")
+    if status == 503 and not _has_retry_after(headers):
+        extra += RETRY_AFTER
+    return status, body, extra, detail
+
+
+def _has_retry_after(headers: tuple[tuple[str, str], ...]) -> bool:
+    for name, _ in headers:
+        if name.lower() == "retry-after":
+            return True
+    return False
 
 
 def encode_result(value: object, floats: bool) -> bytes:
@@ -159,7 +185,7 @@ def result_for(kind: ResultKind, value: object, floats: bool = False
     Raises (TypeError, msgspec.EncodeError, SvcFault for an inf or NaN f64) when a value
     cannot be encoded; the caller answers 500 and logs it like any other fault.
     """
-    if isinstance(value, SvcError):
+    if isinstance(value, SvcError):  # its header fields: `error_answer`, which the server uses
         status, body, detail = error_for(value)
         return status, JSON, body, detail
     if kind is ResultKind.JSON:

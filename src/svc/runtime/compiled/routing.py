@@ -4,7 +4,9 @@ The code generator describes each handler with a `svc.contract.Route` and its `P
 docs/internals.md, "Server API"); `Router` compiles them once at startup into a dict for
 static paths and per-length segment patterns for `{capture}` paths. `Router.resolve(method,
 path)` answers a `Match` (the route and its raw captures) or a `Refusal` (404, 405 with its
-`Allow` line). Each route's answer strategy (answers.py) is chosen here, once. Binding turns
+`Allow` line). Each route's answer strategy (answers.py) is chosen here, once; OPTIONS on a
+known path (and `OPTIONS *`) matches a route of the server's own, answered 204 with the path's
+`Allow` line (answers.answer_options). Binding turns
 path segments, query parameters and the request body into typed Python values or a
 `BindError` naming what was wrong (400, or 415 for a non-JSON body).
 """
@@ -15,9 +17,9 @@ from typing import Any
 
 import msgspec
 
-from svc.contract import RESPONSE_KINDS, ParamSource, Route, parse_path
+from svc.contract import RESPONSE_KINDS, ParamSource, ResultKind, Route, parse_path
 from svc.runtime.compiled import responses
-from svc.runtime.compiled.answers import Answer, answer_for
+from svc.runtime.compiled.answers import Answer, AnswerOptions, answer_for
 from svc.runtime.compiled.binding import (  # noqa: F401 - BindError, parse_query: routing's API
     UNSUPPORTED_MEDIA, BindError, is_json_media_type, make_binder, parse_query,
 )
@@ -104,23 +106,48 @@ UNSUPPORTED = Refusal(415, UNSUPPORTED_MEDIA)
 
 class PathEntry:
     """All routes on one path shape: method → CompiledRoute, and the 405 refusal (with the
-    `Allow` line) for the other methods. HEAD uses the GET route."""
+    `Allow` line) for the other methods. HEAD uses the GET route; OPTIONS is answered by the
+    server (answers.AnswerOptions) with the same `Allow` line."""
 
-    __slots__ = ("routes", "matches", "refusal")
+    __slots__ = ("own", "routes", "matches", "allow", "refusal")
 
     def __init__(self) -> None:
+        #: the program's (and the built-in) routes on this path, by method
+        self.own: dict[str, CompiledRoute] = {}
+        #: `own` with HEAD (the GET route) and OPTIONS: every method the path answers
         self.routes: dict[str, CompiledRoute] = {}
         #: method → its Match without captures, built once (static paths answer with these)
         self.matches: dict[str, tuple[CompiledRoute, tuple[bytes, ...]]] = {}
+        self.allow = b""
         self.refusal = Refusal(405, "method not allowed")
 
     def add(self, compiled: CompiledRoute) -> None:
-        self.routes[compiled.route.method] = compiled
-        if "GET" in self.routes and "HEAD" not in self.routes:
-            self.routes["HEAD"] = self.routes["GET"]
-        self.matches = {method: (route, ()) for method, route in self.routes.items()}
-        allow = ", ".join(sorted(self.routes)).encode("ascii")
-        self.refusal = Refusal(405, "method not allowed", b"Allow: " + allow + b"\r\n")
+        self.own[compiled.route.method] = compiled
+        routes = dict(self.own)
+        if "GET" in routes and "HEAD" not in routes:
+            routes["HEAD"] = routes["GET"]
+        self.allow = allow_line(set(routes) | {"OPTIONS"})
+        if "OPTIONS" not in routes:
+            routes["OPTIONS"] = options_route(compiled.route.path, self.allow)
+        self.routes = routes
+        self.matches = {method: (route, ()) for method, route in routes.items()}
+        self.refusal = Refusal(405, "method not allowed", self.allow)
+
+
+def allow_line(methods: set[str]) -> bytes:
+    """`Allow: DELETE, GET, HEAD, OPTIONS\r\n`: the methods in alphabetical order."""
+    return b"Allow: " + ", ".join(sorted(methods)).encode("ascii") + b"\r\n"
+
+
+def _no_handler() -> None:
+    """The handler of the OPTIONS routes, never called: AnswerOptions answers them."""
+
+
+def options_route(path: str, allow: bytes) -> CompiledRoute:
+    """The route OPTIONS requests on `path` resolve to: answered 204 with `allow`."""
+    compiled = CompiledRoute(Route("OPTIONS", path, _no_handler, (), ResultKind.UNIT), ())
+    compiled.answer = AnswerOptions(allow)
+    return compiled
 
 
 class Router:
@@ -141,6 +168,16 @@ class Router:
         self.dynamic: dict[int, list[tuple[tuple[str | None, ...], PathEntry]]] = {}
         for pattern in sorted(patterns, key=lambda p: tuple(seg is None for seg in p)):
             self.dynamic.setdefault(len(pattern), []).append((pattern, patterns[pattern]))
+        #: `OPTIONS *` (the server as a whole; the protocol lets "*" through only for OPTIONS):
+        #: 204 with every method some path answers
+        methods: set[str] = {"OPTIONS"}
+        for entry in [*self.static.values(), *patterns.values()]:
+            methods.update(entry.routes)
+        server = self.static["*"] = PathEntry()
+        server.allow = allow_line(methods)
+        server.routes = {"OPTIONS": options_route("*", server.allow)}
+        server.matches = {"OPTIONS": (server.routes["OPTIONS"], ())}
+        server.refusal = Refusal(405, "method not allowed", b"Allow: OPTIONS\r\n")
 
     def resolve(self, method: str, path: str) -> tuple[CompiledRoute, tuple[bytes, ...]] | Refusal:
         """The route for a request and its raw captures (a `Match` pair), or why no route
