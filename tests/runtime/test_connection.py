@@ -616,6 +616,7 @@ def test_shutdown_lets_a_busy_connection_answer_then_closes_it():
         first, second = pair.responses()
         assert (first.body, first.headers["connection"]) == (b'{"slept":50}', "close")
         assert (second.status, second.body) == (503, b'{"error":"shutting down"}')
+        assert second.headers["retry-after"] == "1"
         assert pair.transport.closed
         assert pair.phases()[-3:] == [HANDLING, LINGERING, CLOSED]
     run(scenario)

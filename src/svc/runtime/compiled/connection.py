@@ -512,12 +512,12 @@ class Connection(asyncio.Protocol):
         self.transport.close()
 
     def _refuse_queued(self) -> None:
-        """At shutdown, pipelined requests that had not started are answered 503."""
+        """At shutdown, pipelined requests that had not started are answered 503 (Retry-After)."""
         for event in self.pending:
             if event.__class__ is Request:
                 event.started = perf_counter()
-                self._write(render(503, JSON, SHUTTING_DOWN, False, self.id_line(event),
-                                   event.method != "HEAD"))
+                self._write(render(503, JSON, SHUTTING_DOWN, False, responses.RETRY_AFTER
+                                   + self.id_line(event), event.method != "HEAD"))
                 log = self.app.log
                 if log.on:
                     log.access(event.method, event.target, 503, event.started, None, event.rid,
