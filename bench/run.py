@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
-from harness import endurance, jobs, observability, report, scaling, wrk  # noqa: E402
+from harness import endurance, jobs, observability, outbound, report, scaling, wrk  # noqa: E402
 from harness.servers import SPECS, WORK, RunningServer  # noqa: E402
 
 FULL = dict(rounds=3, warmup=2, seconds=10, soak=120, deadline=10)
@@ -150,6 +150,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--observability", choices=["on", "off", "only"], default="on",
                         help="JSON logs and metrics on vs off (harness/observability.py); 'only' "
                              "runs just that")
+    parser.add_argument("--outbound", choices=["on", "off", "only"], default="on",
+                        help="an svc handler calling a local upstream vs aiohttp's client from "
+                             "Python (harness/outbound.py); 'only' runs just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -169,6 +172,9 @@ def main() -> int:
         return section_only("jobs", lambda incidents: jobs.run(mode, log, incidents), out)
     if args.observability == "only":
         return section_only("observability", lambda incidents: observability.run(
+            mode, log, incidents, args.seed), out)
+    if args.outbound == "only":
+        return section_only("outbound", lambda incidents: outbound.run(
             mode, log, incidents, args.seed), out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
@@ -192,6 +198,8 @@ def main() -> int:
         mode, log, incidents)
     observability_results = None if args.observability == "off" or "svc" not in names else \
         observability.run(mode, log, incidents, args.seed)
+    outbound_results = None if args.outbound == "off" or "svc" not in names else \
+        outbound.run(mode, log, incidents, args.seed)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -200,6 +208,7 @@ def main() -> int:
         "cases": [c.name for c in wrk.CASES], "pairs": report.pair_names(), "runs": runs, "summary": summarize(runs),
         "endurance": endurance_results, "incidents": incidents, "scaling": scaling_results,
         "jobs": jobs_results, "observability": observability_results,
+        "outbound": outbound_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -213,7 +222,7 @@ def main() -> int:
 
 
 def section_only(key: str, measure, out: Path) -> int:
-    """`--jobs only`, `--observability only`: measure that section alone and put it into the
+    """`--jobs only`, `--observability only`, `--outbound only`: measure that section alone and put it into the
     report at `out` (the section replaced, the rest as the last full run wrote it in
     bench/.work/results.json)."""
     incidents: list[str] = []
@@ -222,10 +231,12 @@ def section_only(key: str, measure, out: Path) -> int:
     results = json.loads(saved.read_text()) if saved.exists() else None
     if results is None:
         log(f"no bench/.work/results.json to add the {key} section to; printing it instead")
-        section = jobs.section if key == "jobs" else observability.section
+        section = {"jobs": jobs.section, "observability": observability.section,
+                   "outbound": outbound.section}[key]
         print("\n".join(section(measured)))
         return 1 if incidents else 0
-    prefix = "jobs " if key == "jobs" else "logs and metrics "
+    prefix = {"jobs": "jobs ", "observability": "logs and metrics ",
+              "outbound": "outbound calls "}[key]
     results[key] = measured
     results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents
     saved.write_text(json.dumps(results, indent=1))

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness import jobs, observability, scaling, wrk
+from harness import jobs, observability, outbound, scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
 
@@ -288,6 +288,7 @@ def render(results: dict) -> str:
         *scaling.section(results.get("scaling")),
         *jobs.section(results.get("jobs")),
         *observability.section(results.get("observability")),
+        *outbound.section(results.get("outbound")),
     ]
     if results["incidents"]:
         lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]

@@ -165,7 +165,12 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     import asyncio
 
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(coroutine)
+        try:
+            return runner.run(coroutine)
+        finally:
+            outbound = sys.modules.get("svc.runtime.outbound")  # a program that calls out
+            if outbound is not None:
+                runner.run(outbound.close_sessions())  # its pooled connections, on this loop
 
 
 def raise_recursion_limit() -> None:

@@ -453,6 +453,69 @@ def test_guards_never_raise(tmp_path: Path) -> None:
     assert 0 < rejected < EXAMPLES  # both good and bad programs were made
 
 
+#: The outbound client among the mutation snippets, and the pieces of random calls
+#: (test_outbound_calls_never_raise).
+SNIPPETS += [b"http_get(", b'http_send("POST", ', b'http_stub("GET", ', b'"http://127.0.0.1/x"',
+             b"headers_of([])", b"Response[str]"]
+_OUTBOUND_METHODS = ['"GET"', '"POST"', '"FETCH"', '""', "method", "1", '"get"', "None"]
+_OUTBOUND_URLS = ['"http://127.0.0.1:8001/x"', '"https://api.example/v1?q=1"', '"ftp://x"',
+                  '"http://"', '"http://a b/"', '"http://h:99999/"', "url", 'f"{url}/x"', "1",
+                  '"/relative"']
+_OUTBOUND_HEADERS = ["headers_of([])", 'headers_of(["Accept: a"])', 'headers_of(["bad line"])',
+                     "h", "[]", '"Accept: a"', "None"]
+_OUTBOUND_BODIES = ['""', '"{}"', "json_encode(1)", "1", "text", "None"]
+
+
+def outbound_call(rng: random.Random) -> str:
+    """An http_get/http_send/http_stub call (or a misspelt one) with arguments of random
+    kinds and number; every other one is right."""
+    if rng.random() < 0.6:
+        return rng.choice(["r = try await http_get(url, h)",
+                           'x = await http_send(method, url + "/a", headers_of([]), text)',
+                           'match await http_get(f"{url}/b", h):\n'
+                           "        case Ok(a): print(body(a))\n"
+                           "        case Err(e): print(error_message(e))"])
+    name = rng.choice(["http_get", "http_send"] * 4 + ["http_stub", "http_post", "http_get[str]"])
+    method, url = rng.choice(_OUTBOUND_METHODS), rng.choice(_OUTBOUND_URLS)
+    headers, body = rng.choice(_OUTBOUND_HEADERS), rng.choice(_OUTBOUND_BODIES)
+    args = {"http_get": [url, headers], "http_send": [method, url, headers, body],
+            "http_stub": [method, url, rng.choice(["respond(200, \"x\")", "r", "1"])]}.get(
+        name, [url, headers])
+    shape = rng.random()
+    if shape < 0.1:
+        args = args[:-1]
+    elif shape < 0.15:
+        args.append(body)
+    call = f"{name}({', '.join(args)})"
+    return rng.choice([f"r = try await {call}", f"x = await {call}", call, f"r = {call}",
+                       f"match await {call}:\n        case Ok(a): print(body(a))\n"
+                       "        case Err(e): print(error_message(e))"])
+
+
+@pytest.mark.fuzz
+def test_outbound_calls_never_raise(tmp_path: Path) -> None:
+    """Random outbound calls in a handler and in main: each program checks (and then also
+    generates and compiles) or gives diagnostics with valid positions, never an exception."""
+    from svc.pipeline import Compiled, compile as compile_program
+
+    rng = random.Random(SEED)
+    target = tmp_path / "outbound.svc"
+    rejected = 0
+    for index in range(EXAMPLES):
+        text = ('@get("/x")\nasync def x(h: Headers) -> Result[str, Error]:\n'
+                '    url = "http://127.0.0.1:8001"\n    method = "GET"\n    text = ""\n'
+                f"    {outbound_call(rng)}\n    return ok(url)\n\n"
+                "async def main() -> Result[unit, Error]:\n"
+                '    url = "http://127.0.0.1:8001"\n    method = "PUT"\n    text = "{}"\n'
+                '    h = headers_of([])\n    r = respond(200, "x")\n'
+                f"    {outbound_call(rng)}\n    return ok(())\n")
+        if rejected_without_raising(target, text.encode("utf-8"), index):
+            rejected += 1
+            continue
+        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+
+
 #: The error makers of issue 24 and @patch among the mutation snippets, and the pieces of
 #: random error answers (test_error_answers_never_raise).
 SNIPPETS += [b'@patch("/x/{id}")\n', b"@patch(", b'unprocessable("r", ', b"too_many_requests(",

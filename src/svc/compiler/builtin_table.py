@@ -118,6 +118,8 @@ INVALID = frozenset({"invalid"})
 #: A database call: database (500), busy (503), timeout (504); a UNIQUE, PRIMARY KEY or
 #: FOREIGN KEY violation is conflict, NOT NULL and CHECK invalid.
 DATABASE_ERRORS = frozenset({"database", "busy", "timeout", "conflict", "invalid"})
+#: An outbound call (http_get, http_send): no answer in time (504), any other failure (502).
+OUTBOUND_ERRORS = frozenset({"timeout", "bad_gateway"})
 #: The runtime self-tests: an n out of range is invalid; a failed child, actor or worker internal.
 DEMO_ERRORS = frozenset({"invalid", "internal"})
 
@@ -336,11 +338,28 @@ BUILTINS: dict[str, Builtin] = dict([
        "The body of a Response[T]: its T value (the text of the answer from test_request)."),
     _b("headers_of(lines: List[str]) -> Headers", (ListOf(STR),), HEADERS,
        "test_client.headers_of",
-       "A request's Headers made of \"Name: value\" lines, to pass to a handler or test_request."),
+       "A request's Headers made of \"Name: value\" lines, to pass to a handler, test_request, "
+       "http_get or http_send."),
     _b("async test_request(db: Db, method: str, path: str, headers: Headers, body: str) -> "
        "Response[str]", (DB, STR, STR, HEADERS, STR), ResponseOf(STR), WITH_ROUTES,
        "The program's answer to an HTTP request, made in process through the real server path "
        "(test files only).", test_only=True),
+    # calling other services (runtime/outbound.py, on aiohttp's client)
+    _b("async http_get(url: str, headers: Headers) -> Result[Response[str], Error]",
+       (STR, HEADERS), ResultOf(ResponseOf(STR)), "outbound.http_get",
+       "Sends a GET request to url (http:// or https://) with the header fields; the answer "
+       "whatever its status (redirects not followed), or a timeout or bad_gateway error.",
+       errors=OUTBOUND_ERRORS),
+    _b("async http_send(method: str, url: str, headers: Headers, body: str) -> "
+       "Result[Response[str], Error]", (STR, STR, HEADERS, STR), ResultOf(ResponseOf(STR)),
+       "outbound.http_send",
+       "Sends a request (GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS) with the header "
+       "fields and body to url; the answer whatever its status, or a timeout or bad_gateway "
+       "error.", errors=OUTBOUND_ERRORS),
+    _b("http_stub(method: str, url: str, answer: Response[str])", (STR, STR, ResponseOf(STR)),
+       UNIT, "outbound.http_stub",
+       "Answers the test's later calls of method on exactly url with answer, without a "
+       "connection (test files only).", test_only=True),
     # tests (`svcc test`)
     _b("assert_true(condition: bool)", (BOOL,), UNIT, "assertions.assert_true",
        "Fails the running test when condition is False.", call_site=True),

@@ -39,6 +39,10 @@ VARIABLE = "SVC_METRICS_PORT"
 WAIT_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.5)
 #: Job runs, seconds (a job's deadline may be minutes).
 JOB_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+#: Outbound calls (http_get, http_send), seconds: within a request's limit (2 s) mostly, 30 s
+#: at most.
+OUTBOUND_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                    10.0, 30.0)
 
 #: The request durations' buckets (DURATION_BUCKETS), the route label of a request no route
 #: answered (NO_ROUTE, "none") and the methods counted by name (KNOWN_METHODS, any other is
@@ -79,6 +83,13 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
         "(failed, no attempts left)", ("job", "outcome"), ()),
     "svc_job_run_duration_seconds": (
         "histogram", "How long job runs took", ("job",), JOB_BUCKETS),
+    "svc_http_client_requests": (
+        "counter", "Outbound calls (http_get, http_send), by upstream host:port, method and "
+        "outcome: the upstream's status, or timeout, bad_gateway (failed) or cancelled (the "
+        "calling request ended first)", ("host", "method", "outcome"), ()),
+    "svc_http_client_request_duration_seconds": (
+        "histogram", "How long outbound calls took, answer read or failed, by upstream "
+        "host:port", ("host",), OUTBOUND_BUCKETS),
 }
 COUNTERS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "counter")
 HISTOGRAMS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "histogram")
@@ -130,6 +141,8 @@ class ProcessMetrics:
         self.job_runs: dict[tuple[str, str], int] = {}
         self.job_durations: dict[str, Histogram] = {}
         self.db_waits: dict[str, Histogram] = {}
+        self.outbound_calls: dict[tuple[str, str, str], int] = {}  # (host, method, outcome)
+        self.outbound_durations: dict[str, Histogram] = {}
         self.written = ""  # the snapshot last written to this worker's file
 
     def snapshot(self) -> dict:
@@ -153,6 +166,11 @@ class ProcessMetrics:
             histograms["svc_job_run_duration_seconds"].append([[name], hist.counts, hist.total])
         for name, hist in self.db_waits.items():
             histograms["svc_db_wait_seconds"].append([[name], hist.counts, hist.total])
+        for (host, method, outcome), count in self.outbound_calls.items():
+            counters["svc_http_client_requests"].append([[host, method, outcome], count])
+        for host, hist in self.outbound_durations.items():
+            histograms["svc_http_client_request_duration_seconds"].append(
+                [[host], hist.counts, hist.total])
         _database_gauges(gauges)
         return {"counters": counters, "histograms": histograms, "gauges": gauges}
 
@@ -303,4 +321,17 @@ def job_ran(name: str, outcome: str, seconds: float) -> None:
     hist = current.job_durations.get(name)
     if hist is None:
         hist = current.job_durations[name] = Histogram(JOB_BUCKETS)
+    hist.observe(seconds)
+
+
+def outbound_called(host: str, method: str, outcome: str, seconds: float) -> None:
+    """An outbound call to `host` ("127.0.0.1:8001") ended: `outcome` is the status as text or
+    the error kind (svc.runtime.outbound)."""
+    if current is None:
+        return
+    key = (host, method, outcome)
+    current.outbound_calls[key] = current.outbound_calls.get(key, 0) + 1
+    hist = current.outbound_durations.get(host)
+    if hist is None:
+        hist = current.outbound_durations[host] = Histogram(OUTBOUND_BUCKETS)
     hist.observe(seconds)

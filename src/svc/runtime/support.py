@@ -34,6 +34,7 @@ STATUS_BY_KIND = {
     "busy": 503,
     "unprocessable": 422,
     "too_many_requests": 429,
+    "bad_gateway": 502,  # an outbound call failed (svc.runtime.outbound)
 }
 
 

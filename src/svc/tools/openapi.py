@@ -45,7 +45,8 @@ ALWAYS = (400, 405, 413, 500, 503, 504)
 NO_CONTENT = frozenset({204, 304})
 #: Statuses a route answers only when its handler can make an error of that kind.
 BY_KIND = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "conflict": 409,
-           "unprocessable": 422, "too_many_requests": 429}
+           "unprocessable": 422, "too_many_requests": 429,
+           "bad_gateway": 502}  # an outbound call failed (http_get, http_send)
 #: Each error status: its name in `components/responses` and what it means here.
 ERROR_RESPONSES = {
     400: ("BadRequest", "A malformed request, a parameter or body that does not read, or an "
@@ -65,9 +66,12 @@ ERROR_RESPONSES = {
                              "or a client over svc.toml's rate limit; Retry-After says in how "
                              "many seconds to try again"),
     500: ("InternalError", "An internal error (the details are in the server log)"),
+    502: ("BadGateway", "A call to another service failed: refused, broken, or its answer was "
+                        "too large or not text (the details are in the server log)"),
     503: ("Busy", "The database queue stayed full, or the server is shutting down (Retry-After "
                   "says when to try again)"),
-    504: ("Timeout", "The request passed the processing limit (2 s)"),
+    504: ("Timeout", "The request passed the processing limit (2 s), or a call to another "
+                     "service did not answer within it"),
 }
 
 

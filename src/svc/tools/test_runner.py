@@ -152,6 +152,9 @@ def run_one(code: list[tuple[str, types.CodeType]], test: SvcTest, timeout: floa
     started = time.monotonic()
     try:
         namespace = load_namespace(code)  # fresh module state for every test
+        outbound = sys.modules.get("svc.runtime.outbound")  # the program calls out
+        if outbound is not None:
+            outbound.begin_test()  # an empty stub table; 127.0.0.1 only
         problems = read_configuration(namespace)
         if problems:
             return Outcome(False, time.monotonic() - started, tuple(problems))

@@ -25,6 +25,8 @@ from svc.contract import (
     error_header_problem, header_line_problem, header_problem, header_value_problem,
     method_problem, retry_after_problem, status_problem, target_problem,
 )
+from svc.http_client_rules import method_problem as outbound_method_problem
+from svc.http_client_rules import url_problem
 
 #: The type names this module resolves.
 TYPE_NAMES = HTTP_TYPE_NAMES
@@ -94,7 +96,8 @@ def _contains_response(t: Type) -> bool:
 
 #: Builtins whose literal arguments are checked as the server would check them.
 LITERAL_CHECKED = frozenset({"respond", "set_header", "add_header", "headers_of", "test_request",
-                             "with_header", "too_many_requests"})
+                             "with_header", "too_many_requests",
+                             "http_get", "http_send", "http_stub"})
 
 
 def response_body(calls, arg: syntax.Expr, expected: Type | None) -> Type:
@@ -125,6 +128,8 @@ def check_literals(calls, call: syntax.Call) -> None:
     args = call.args
     if call.target in ("headers_of", "test_request"):
         return _check_request_literals(calls, call)
+    if call.target in OUTBOUND:
+        return _check_outbound_literals(calls, call)
     if call.target == "respond" and args:
         status = int_literal(args[0])
         if status is not None and status_problem(status) is not None:
@@ -172,6 +177,22 @@ def _check_request_literals(calls, call: syntax.Call) -> None:
             problem = problem_of(literal.value)
             if problem is not None:
                 calls.error(f"test_request: {problem}", literal.span)
+
+
+#: The outbound client's builtins, by where their method and URL arguments are (-1: none).
+OUTBOUND = {"http_get": (-1, 0), "http_send": (0, 1), "http_stub": (0, 1)}
+
+
+def _check_outbound_literals(calls, call: syntax.Call) -> None:
+    """`http_send("FETCH", "ftp://x", ...)`: a literal method or URL the client would refuse
+    at run time (svc.http_client_rules) is refused now."""
+    for index, problem_of in zip(OUTBOUND[call.target or ""], (outbound_method_problem,
+                                                               url_problem)):
+        literal = call.args[index] if 0 <= index < len(call.args) else None
+        if isinstance(literal, syntax.StrLit):
+            problem = problem_of(literal.value)
+            if problem is not None:
+                calls.error(f"{call.target}: {problem}", literal.span)
 
 
 def check_test_only(calls, call: syntax.Call) -> None:
