@@ -28,8 +28,10 @@ from svc.compiler.program import CheckedProgram
 from svc.compiler.check.guards import build_guard_table
 from svc.compiler.check.routes import build_routes
 from svc.compiler.source import SourceFile, Span
-from svc.compiler.svctypes import Type
-from svc.project import Project, config_key_position, config_path, load_project
+from svc.compiler.svctypes import UNIT, Type
+from svc.project import (Project, config_key_position, config_path, guard_limit_position,
+                         load_project)
+from svc.traffic import guard_limit_problem
 
 #: (the .svc file's path, its code object), one per file, in load order (entry last).
 CodeList = list[tuple[str, types.CodeType]]
@@ -106,7 +108,8 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
         program.config_table, program.demo_routes = project.config, project.demo_routes
         program.traffic = project.traffic
         if not diagnostics:
-            diagnostics = _config_diagnostics(program, project, sources)
+            diagnostics = _config_diagnostics(program, project, sources) \
+                + _guard_limit_diagnostics(program, project, sources)
     if diagnostics:
         return Failed(diagnostics, sources, program)
     return Checked(program, sources, project_dir)
@@ -121,6 +124,27 @@ def _config_diagnostics(program: CheckedProgram, project: Project,
     for key, message in config_class.table_problems(program, project.config):
         line, col = config_key_position(toml, key)
         found.append(Diagnostic(message, Span(toml.path, line, col, line, col + len(key))))
+    return found
+
+
+def _guard_limit_diagnostics(program: CheckedProgram, project: Project,
+                             sources: dict[str, SourceFile]) -> list[Diagnostic]:
+    """svc.toml's `[guard_limits]` checked against the routes' guards: each table names a
+    guard some route runs, whose Ok value is a class (svc.traffic), reported at its header."""
+    limits = project.traffic.get("guard_limits", {})
+    if not limits:
+        return []
+    kinds: dict[str, set[str]] = {}
+    for route in program.routes:
+        for use in route.guards:
+            kinds.setdefault(use.guard, set()).add("unit" if use.value == UNIT else "class")
+    toml = sources[os.path.normpath(config_path(project.directory))]
+    found = []
+    for name in limits:
+        message = guard_limit_problem(name, kinds.get(name, set()))
+        if message is not None:
+            line, col = guard_limit_position(toml, name, name)
+            found.append(Diagnostic(message, Span(toml.path, line, col, line, col + len(name))))
     return found
 
 

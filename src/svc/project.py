@@ -12,6 +12,7 @@ holds the program's configuration and server switches.
 
     [cors]                  # optional: answers to browsers of other origins (svc.traffic)
     [rate_limit]            # optional: a token bucket per client (svc.traffic)
+    [guard_limits.f]        # optional: a token bucket per value of the guard f (svc.traffic)
 
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
 diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
@@ -30,13 +31,13 @@ from dataclasses import dataclass, field
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
 from svc.configuration import SECRET_WORDS, env_name, is_secret, toml_type
-from svc.traffic import cors_problem, rate_limit_problem
+from svc.traffic import cors_problem, guard_limits_problem, rate_limit_problem
 
 CONFIG_NAME = "svc.toml"
 KEYS = {"entry": "the entry .svc file, relative to the project folder",
         "name": "the program's name"}
 #: The tables svc.toml may hold.
-TABLES = ("config", "server", "cors", "rate_limit")
+TABLES = ("config", "server", "cors", "rate_limit", "guard_limits")
 #: The keys of `[server]`, each a boolean.
 SERVER_KEYS = {"demo_routes": "whether the demonstration routes /stream and /ws are served"}
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
@@ -50,7 +51,7 @@ class Project:
     name: str | None = None
     config: dict[str, object] = field(default_factory=dict)  # `[config]`: TOML scalars
     demo_routes: bool = True  # `[server] demo_routes`
-    #: `[cors]` and `[rate_limit]` as written (checked by svc.traffic), when present
+    #: `[cors]`, `[rate_limit]`, `[guard_limits]` as written (checked by svc.traffic)
     traffic: dict[str, dict] = field(default_factory=dict)
 
 
@@ -85,12 +86,16 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
             if found is not None:
                 bad_key, message = found
                 line, col = _table_key_position(source, key, bad_key)
+                if key == "guard_limits":  # `name` or `name.key`: under [guard_limits.name]
+                    guard, _, inner = bad_key.partition(".")
+                    bad_key = inner or guard
+                    line, col = guard_limit_position(source, guard, bad_key)
                 # the line of a secret holds its value: the position says where it is
                 return error(message, line, col, len(bad_key), not is_secret(bad_key))
             continue
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
-                         "[server], [cors], [rate_limit])", line, col, len(key))
+                         "[server], [cors], [rate_limit], [guard_limits])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
@@ -107,7 +112,7 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
                      len("entry"))
     return Project(directory, path, data.get("name"), dict(data.get("config", {})),
                    data.get("server", {}).get("demo_routes", True),
-                   {key: data[key] for key in ("cors", "rate_limit") if key in data}), []
+                   {key: data[key] for key in TABLES[2:] if key in data}), []
 
 
 def _assigns_secret(source: SourceFile, line: int) -> bool:
@@ -144,7 +149,19 @@ def _server_problem(table: dict) -> tuple[str, str] | None:
 
 
 _TABLE_CHECKS = {"config": _config_problem, "server": _server_problem,
-                 "cors": cors_problem, "rate_limit": rate_limit_problem}
+                 "cors": cors_problem, "rate_limit": rate_limit_problem,
+                 "guard_limits": guard_limits_problem}
+
+
+def guard_limit_position(source: SourceFile, guard: str, key: str) -> tuple[int, int]:
+    """Where `key` of `[guard_limits.<guard>]` is written; for the guard's name itself, its
+    `[guard_limits.<guard>]` header, or `<guard> = ...` under `[guard_limits]`."""
+    if key != guard:
+        return _table_key_position(source, f"guard_limits.{guard}", key)
+    line, col = _key_position(source, f"guard_limits.{guard}")
+    if (line, col) != (1, 1):
+        return line, col + len("guard_limits.")
+    return _table_key_position(source, "guard_limits", guard)
 
 
 def config_key_position(source: SourceFile, key: str) -> tuple[int, int]:

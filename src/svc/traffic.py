@@ -16,6 +16,10 @@ the server is built with (svc.runtime.gate).
     client = "peer"                           # or "x-forwarded-for" (behind a local proxy)
     clients = 65536                           # buckets kept (bounded memory)
 
+    [guard_limits.require_user]               # a bucket per value of the guard require_user
+    requests_per_second = 1.0                 # (per user, when it gives the user)
+    burst = 5
+
 Plain data and functions only, like svc.configuration: the compiler checks the tables, the
 generated program carries them as literals, and the runtime turns them into settings with
 `cors_settings` and `rate_limit_settings` (which trust a table that passed the checks).
@@ -161,6 +165,44 @@ def _rate_value_fits(key: str, value: object) -> bool:
     if key == "burst":
         return 1 <= value <= 1_000_000
     return 16 <= value <= 16_777_216
+
+
+#: The keys of one `[guard_limits.<guard>]` table: a rate limit's, but for `client`.
+GUARD_LIMIT_KEYS = {key: text for key, text in RATE_LIMIT_KEYS.items() if key != "client"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+
+
+def guard_limits_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first problem of a `[guard_limits]` table (one table per guard,
+    named by the guard function), or None; the key is `name` or `name.key`. Whether each names a guard of the program whose
+    value is a class is checked with the program (svc.pipeline, `guard_limit_problem`)."""
+    for name, limit in table.items():
+        if not isinstance(limit, dict) or not _NAME.fullmatch(name):
+            return name, (f"'{name}' in svc.toml [guard_limits] must be a table named by a guard "
+                          f"function ([guard_limits.{name if _NAME.fullmatch(name) else 'f'}] "
+                          f"with requests_per_second and burst), got {toml_type(limit)}")
+        if "client" in limit:
+            return f"{name}.client", (f"'client' in svc.toml [guard_limits.{name}] does not "
+                                      "apply: the guard's value is the client")
+        found = rate_limit_problem(limit)
+        if found is not None:
+            key, message = found
+            message = message.replace("[rate_limit]", f"[guard_limits.{name}]")
+            return (name if key == "rate_limit" else f"{name}.{key}",
+                    message.replace(", client, clients", ", clients"))
+    return None
+
+
+def guard_limit_problem(name: str, value_kinds: set[str]) -> str | None:
+    """Why `[guard_limits.<name>]` cannot apply to the program, given the kinds of value
+    (`"class"`, `"unit"`) the routes' guards called `name` give; None when it can."""
+    if not value_kinds:
+        return (f"'{name}' in svc.toml [guard_limits] is not a guard of any route (a function "
+                "named in @guard(...) or guard(\"/prefix\", ...))")
+    if "class" not in value_kinds:
+        return (f"'{name}' in svc.toml [guard_limits] gives no value (its Ok is unit): a limit "
+                "per guard value needs a guard that returns a class, such as the user")
+    return None
 
 
 def cors_settings(table: dict) -> CorsSettings:

@@ -230,3 +230,126 @@ def test_a_bad_table_stops_run_check_and_build_naming_the_key(tmp_path: Path) ->
         assert "svc.toml:4:1" in done.stderr
         assert "Traceback" not in done.stderr
 
+
+
+GUARDED = """\
+class User:
+    name: str
+
+def require_user(h: Headers) -> Result[User, Error]:
+    match header(h, "x-user"):
+        case Some(name): return ok(User(name=name))
+        case None: return unauthorized("who are you?")
+
+def require_header(h: Headers) -> Result[unit, Error]:
+    return ok(())
+
+@guard(require_user)
+@get("/me")
+async def me(user: User) -> Result[User, Error]:
+    return ok(user)
+
+@guard(require_header)
+@get("/open")
+async def open_route() -> Result[str, Error]:
+    return ok("open")
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open("users.sqlite")
+    return await serve(db, try parse_i64(env("SVC_PORT", "8080")))
+"""
+
+PER_USER = "[guard_limits.require_user]\nrequests_per_second = 0.01\nburst = 2\n"
+
+
+def serve_guarded(folder: Path, toml: str, env: dict[str, str] | None = None):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "main.svc").write_text(GUARDED)
+    (folder / "svc.toml").write_text('entry = "main.svc"\n' + toml)
+    return start(["--project", str(folder)], env=env, cwd=folder)
+
+
+def test_a_limit_per_guard_value_is_a_limit_per_user(tmp_path: Path) -> None:
+    server = serve_guarded(tmp_path, PER_USER)
+    try:
+        def as_user(name: str):
+            return server.request("GET", "/me", headers={"X-User": name})
+
+        assert [as_user("ada").status for _ in range(2)] == [200, 200]
+        refused = as_user("ada")
+        assert refused.status == 429 and refused.json() == {"error": "too many requests"}
+        assert refused.headers["retry-after"] == "100"  # one token at 0.01/s
+        # another user from the same address has a bucket of their own
+        assert [as_user("bob").status for _ in range(3)] == [200, 200, 429]
+        # a request the guard refuses spends nothing; other routes are not limited
+        assert server.request("GET", "/me").status == 401
+        assert all(server.request("GET", "/open").status == 200 for _ in range(5))
+    finally:
+        server.stop()
+
+
+def test_guard_limits_hold_across_workers(tmp_path: Path) -> None:
+    server = serve_guarded(tmp_path, PER_USER.replace("burst = 2", "burst = 5"),
+                           env={"SVC_WORKERS": "2"})
+    try:
+        statuses = [server.request("GET", "/me", headers={"X-User": "ada"}).status
+                    for _ in range(12)]
+        assert statuses == [200] * 5 + [429] * 7
+    finally:
+        server.stop()
+
+
+def test_bad_guard_limits_are_check_errors_naming_the_key(tmp_path: Path) -> None:
+    cases = [
+        ("[guard_limits.require_usr]\nrequests_per_second = 1.0\nburst = 2\n",
+         "svc.toml:2:15: error: 'require_usr' in svc.toml [guard_limits] is not a guard of any "
+         "route"),
+        ("[guard_limits.require_header]\nrequests_per_second = 1.0\nburst = 2\n",
+         "'require_header' in svc.toml [guard_limits] gives no value (its Ok is unit)"),
+        ("[guard_limits.require_user]\nrequests_per_second = 1.0\n",
+         "svc.toml [guard_limits.require_user] has no 'burst'"),
+        ("[guard_limits.require_user]\nrequests_per_second = 1.0\nburst = 2\nclient = \"peer\"\n",
+         "'client' in svc.toml [guard_limits.require_user] does not apply"),
+        ("[guard_limits]\nrequire_user = 5\n",
+         "'require_user' in svc.toml [guard_limits] must be a table named by a guard function"),
+    ]
+    for index, (toml, expected) in enumerate(cases):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        (folder / "main.svc").write_text(GUARDED)
+        (folder / "svc.toml").write_text('entry = "main.svc"\n' + toml)
+        done = run_to_end(["check", "--project", str(folder)])
+        assert done.returncode == 1, done.stdout
+        shown = done.stdout + done.stderr
+        assert expected.split("error: ")[-1] in shown, shown
+        if expected.startswith("svc.toml:"):  # where: the guard's name in its header
+            assert "--> svc.toml:" + expected.split(":")[1] + ":" + expected.split(":")[2] \
+                in shown.replace(str(folder) + "/", ""), shown
+        assert "Traceback" not in shown
+
+
+def test_openapi_lists_429_on_every_route_when_rate_limited(tmp_path: Path) -> None:
+    import json
+
+    def document(toml: str, program: str = PROGRAM) -> dict:
+        folder = tmp_path / str(len(toml))
+        folder.mkdir()
+        (folder / "main.svc").write_text(program)
+        (folder / "svc.toml").write_text('entry = "main.svc"\n' + toml)
+        done = run_to_end(["openapi", "--project", str(folder)])
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    limited = document(LIMIT)
+    for method in ("get", "post"):
+        responses = limited["paths"]["/notes"][method]["responses"]
+        assert responses["429"] == {"$ref": "#/components/responses/TooManyRequests"}
+    assert "Retry-After" in limited["components"]["responses"]["TooManyRequests"]["headers"]
+    assert "429" not in limited["paths"]["/health"]["get"]["responses"]
+    per_user = document(PER_USER, GUARDED)
+    assert "429" in per_user["paths"]["/me"]["get"]["responses"]
+    assert "429" not in per_user["paths"]["/open"]["get"]["responses"]
+    plain = document(CORS)
+    assert all("429" not in operation["responses"]
+               for item in plain["paths"].values() for operation in item.values()
+               if isinstance(operation, dict) and "responses" in operation)

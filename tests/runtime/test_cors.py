@@ -155,17 +155,18 @@ def test_the_reference_samples_of_both_tables_pass_the_checks() -> None:
     import tomllib
     from pathlib import Path
 
-    from svc.traffic import rate_limit_problem
+    from svc.traffic import guard_limits_problem, rate_limit_problem
 
     page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "http.md"
     blocks = re.findall(r"```toml\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
     tables = [tomllib.loads(block) for block in blocks]
-    assert {name for table in tables for name in table} == {"cors", "rate_limit"}
+    assert {name for table in tables for name in table} == {"cors", "rate_limit",
+                                                            "guard_limits"}
+    checks = {"cors": cors_problem, "rate_limit": rate_limit_problem,
+              "guard_limits": guard_limits_problem}
     for table in tables:
-        if "cors" in table:
-            assert cors_problem(table["cors"]) is None
-        if "rate_limit" in table:
-            assert rate_limit_problem(table["rate_limit"]) is None
+        for name, value in table.items():
+            assert checks[name](value) is None
 
 
 def test_random_tables_get_an_answer_never_an_exception() -> None:

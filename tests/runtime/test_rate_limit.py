@@ -101,3 +101,45 @@ def test_a_good_table_gives_its_settings() -> None:
     assert rate_limit_settings(table) == RateLimitSettings(5.0, 10, "x-forwarded-for", 1024)
     assert rate_limit_settings({"requests_per_second": 0.5, "burst": 1}) == \
         RateLimitSettings(0.5, 1, "peer", 65536)
+
+
+def test_guard_limits_key_buckets_by_the_guards_value() -> None:
+    import msgspec
+
+    from svc.runtime import gate
+
+    class User(msgspec.Struct):
+        id: int
+        name: str
+
+    try:
+        gate.install_guard_limits({"guard_limits": {"require_user": {
+            "requests_per_second": 0.5, "burst": 2}}}, shared=False)
+        ada, bob = User(1, "ada"), User(2, "bob")
+        assert [gate.guard_limit("require_user", ada) for _ in range(2)] == [None, None]
+        refused = gate.guard_limit("require_user", User(1, "ada"))  # an equal value: same bucket
+        assert refused is not None and refused.kind == "too_many_requests"
+        assert refused.headers == (("Retry-After", "2"),)  # a token every 2 s
+        assert gate.guard_limit("require_user", bob) is None
+        assert gate.guard_limit("other_guard", ada) is None  # not limited
+    finally:
+        gate.install_guard_limits(None, shared=False)
+    assert gate.guard_limit("require_user", ada) is None  # no server: no limit
+
+
+@pytest.mark.parametrize("table, key", [
+    ({"f": 5}, "f"),
+    ({"f": {"requests_per_second": 1}}, "f"),
+    ({"f": {"requests_per_second": 1, "burst": 0}}, "f.burst"),
+    ({"f": {"requests_per_second": 1, "burst": 1, "client": "peer"}}, "f.client"),
+    ({"f": {"requests_per_second": 1, "burst": 1, "per": 1}}, "f.per"),
+    ({"not a name": {"requests_per_second": 1, "burst": 1}}, "not a name"),
+])
+def test_bad_guard_limits_tables_name_the_key(table, key) -> None:
+    from svc.traffic import guard_limits_problem
+
+    found = guard_limits_problem(table)
+    assert found is not None and found[0] == key, found
+    assert "[guard_limits" in found[1]
+    assert guard_limits_problem({"f": {"requests_per_second": 1, "burst": 1,
+                                       "clients": 64}}) is None

@@ -15,6 +15,11 @@ Otherwise it leaves the CORS fields of the answer on the connection (`Connection
 which every answer writes with its `X-Request-Id`) and returns False: the request is served as
 usual. The rate limit comes first, so a client over its limit costs nothing more; its 429
 carries the CORS fields too, so the page can read it.
+
+`[guard_limits]` limits per guard value (per user) instead, where that value exists: in the
+generated function of a guarded route, right after the guard (codegen/guard_calls.py), which
+calls `guard_limit(guard, value)`. Its buckets (`GUARD_BUCKETS`, one table per limited guard)
+are made by `install_guard_limits` with the server's, before any worker is forked.
 """
 
 from __future__ import annotations
@@ -22,10 +27,13 @@ from __future__ import annotations
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from svc.runtime import cors as cors_rules
 from svc.runtime.compiled.responses import JSON, error_body, head
 from svc.runtime.compiled.routing import Refusal
 from svc.runtime.rate_limit import Buckets, retry_after
+from svc.runtime.support import SvcError
 from svc.traffic import cors_settings, rate_limit_settings
 
 if TYPE_CHECKING:
@@ -35,6 +43,10 @@ if TYPE_CHECKING:
 #: Paths no rate limit applies to: liveness and readiness probes.
 EXEMPT = frozenset({"/health", "/ready"})
 TOO_MANY = error_body("too many requests")
+#: guard name → the buckets of its values, for the server of this process (empty in
+#: `svc test`'s test_request and wherever no server runs: no limit there)
+GUARD_BUCKETS: dict[str, Buckets] = {}
+_encode = msgspec.json.Encoder().encode
 
 
 class Gate:
@@ -104,7 +116,7 @@ class Gate:
 def gate_for(traffic: dict[str, dict] | None, shared: bool) -> Gate | None:
     """The gate of svc.toml's tables as the generated program passes them to `serve` (None
     without either table); `shared`: buckets shared by worker processes forked later."""
-    if not traffic:
+    if not traffic or ("cors" not in traffic and "rate_limit" not in traffic):
         return None
     cors = cors_rules.Cors(cors_settings(traffic["cors"])) if "cors" in traffic else None
     buckets, forwarded = None, False
@@ -113,3 +125,25 @@ def gate_for(traffic: dict[str, dict] | None, shared: bool) -> Gate | None:
         buckets = Buckets(settings, shared)
         forwarded = settings.client == "x-forwarded-for"
     return Gate(cors, buckets, forwarded)
+
+
+def install_guard_limits(traffic: dict[str, dict] | None, shared: bool) -> None:
+    """Make the buckets of svc.toml's `[guard_limits]` for this server (shared by the workers
+    forked after it when `shared`)."""
+    GUARD_BUCKETS.clear()
+    for guard, table in ((traffic or {}).get("guard_limits") or {}).items():
+        GUARD_BUCKETS[guard] = Buckets(rate_limit_settings({**table, "client": "peer"}), shared)
+
+
+def guard_limit(guard: str, value: object) -> SvcError | None:
+    """After guard `guard` gave `value` (a user, say): None while that value's bucket has a
+    token, else the 429 error the route answers, with Retry-After. Equal values (by their
+    JSON) share one bucket."""
+    buckets = GUARD_BUCKETS.get(guard)
+    if buckets is None:
+        return None
+    wait = buckets.admit(_encode(value).decode("utf-8", "replace"), monotonic())
+    if wait <= 0.0:
+        return None
+    return SvcError("too_many_requests", "too many requests", None,
+                    (("Retry-After", str(retry_after(wait))),))

@@ -23,7 +23,7 @@ from svc.process import close_databases, stop_on_signals
 from svc.runtime import builtin_routes, metrics, serverlog, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
-from svc.runtime.gate import Gate, gate_for
+from svc.runtime.gate import Gate, gate_for, install_guard_limits
 from svc.runtime.serverlog import ServerLog, log_format_from_env, quiet_from_env
 from svc.runtime.support import SvcError
 from svc.runtime.watchdog import watch_loop
@@ -75,10 +75,12 @@ async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None 
             wait = wait_seconds_from_env()  # refused once, by the supervisor, not per worker
             if isinstance(wait, SvcError):
                 return wait
+            install_guard_limits(traffic, shared=True)
             worker = functools.partial(serve_worker, jobs=jobs or [], schedules=schedules or [],
                                        gate=gate_for(traffic, shared=True))
             return await workers.supervise(db, port, routes, count, worker, metrics_port)
     with watch_loop(asyncio.get_running_loop()):
+        install_guard_limits(traffic, shared=False)
         return await _serve(db, port, routes, jobs or [], schedules or [],
                             gate=gate_for(traffic, shared=False))
 

@@ -168,6 +168,8 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
         statuses.add(404)
     if json_body:
         statuses.add(415)
+    if _rate_limited(program, route):
+        statuses.add(429)
     for status in sorted(statuses):
         chosen = responses.get(str(status))
         responses[str(status)] = (_error_response(status) if chosen is None
@@ -243,6 +245,13 @@ def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
     """The `T` of the handler's `Result[T, Error]`."""
     returns = program.functions[route.handler].returns
     return returns.ok if isinstance(returns, ResultOf) else returns
+
+
+def _rate_limited(program: CheckedProgram, route: RouteInfo) -> bool:
+    """svc.toml's `[rate_limit]` limits every route, `[guard_limits]` the routes that run a
+    guard it names (svc.traffic)."""
+    limited = program.traffic.get("guard_limits", {})
+    return "rate_limit" in program.traffic or any(use.guard in limited for use in route.guards)
 
 
 def _error_response(status: int) -> dict[str, Any]:

@@ -477,7 +477,9 @@ class _ModuleGen:
         names: dict[int, str] = {}
         for index, route in enumerate(routes):
             if route.guards:
-                fn = guard_calls.wrapper(route, index, self.callee, self.rt("SvcError"))
+                limited = frozenset(self.program.traffic.get("guard_limits", {}))
+                fn = guard_calls.wrapper(route, index, self.callee, self.rt("SvcError"), limited,
+                                         self.runtime("gate", "guard_limit") if limited else None)
                 here = route.span if route.span.file == self.module.path else None
                 out.append(_located(fn, here) if here is not None else fn)
                 names[id(route)] = guard_calls.wrapper_name(index)

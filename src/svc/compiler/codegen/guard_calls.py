@@ -12,6 +12,13 @@ route like any other: one call, its Err answered by the same error path as a han
 fault in a guard logged as a handler's is. It is a plain `def` (served by `CallNow`) when the
 handler and every guard have a plain-def twin or are plain functions, else an `async def`.
 The `_svc_gv<i>` locals are the one place the guards' Ok values live during a request.
+
+A guard with a limit in svc.toml's `[guard_limits]` is followed by its check, which answers
+429 (an Err) once that value's bucket is empty (svc.runtime.gate.guard_limit):
+
+        _svc_gl0 = _svc_gate.guard_limit("require_user", _svc_gv0)
+        if _svc_gl0 is not None:
+            return _svc_gl0
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ def guard_value(index: int) -> str:
     return f"{PREFIX}gv{index}"
 
 
-def wrapper(route: RouteInfo, index: int, callee: Callee, svc_error: ast.expr) -> ast.stmt:
-    """The function that runs `route`'s guards, then its handler."""
+def wrapper(route: RouteInfo, index: int, callee: Callee, svc_error: ast.expr,
+            limited: frozenset[str] = frozenset(), limiter: ast.expr | None = None) -> ast.stmt:
+    """The function that runs `route`'s guards, then its handler; after each guard named in
+    `limited`, a call of `limiter` (svc.runtime.gate.guard_limit) with its value."""
     args = [f"{PREFIX}a{i}" for i in range(len(route.params))]
     by_name = {p.name: a for p, a in zip(route.params, args)}
     plain = all(callee(g.guard)[1] for g in route.guards) and callee(route.handler)[1]
@@ -58,6 +67,13 @@ def wrapper(route: RouteInfo, index: int, callee: Callee, svc_error: ast.expr) -
         failed = call(name("isinstance"), [name(guard_value(i)), svc_error])
         body.append(ast.If(test=failed, body=[ast.Return(value=name(guard_value(i)))],
                            orelse=[]))
+        if use.guard in limited and limiter is not None:
+            over = f"{PREFIX}gl{i}"
+            body.append(ast.Assign(targets=[store(over)], value=call(
+                limiter, [ast.Constant(use.guard), name(guard_value(i))])))
+            refused = ast.Compare(left=name(over), ops=[ast.IsNot()],
+                                  comparators=[ast.Constant(None)])
+            body.append(ast.If(test=refused, body=[ast.Return(value=name(over))], orelse=[]))
     body.append(ast.Return(value=invoke(route.handler, route.handler_args)))
     arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in args], vararg=None,
                               kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
