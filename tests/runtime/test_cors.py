@@ -70,6 +70,8 @@ def test_credentials_are_said_on_preflights_and_answers() -> None:
      "CORS: the header x-secret is not allowed"),
     ({}, APP.encode(), b"POST", b"authorization",  # no header is allowed unless listed
      "CORS: the header authorization is not allowed"),
+    ({"allow_headers": ["*"]}, APP.encode(), b"POST", b"x-ok, bad name",  # not a name
+     "CORS: the header bad name is not allowed"),
 ])
 def test_refused_preflights_name_what_is_not_allowed(table, origin, method, headers,
                                                      reason) -> None:

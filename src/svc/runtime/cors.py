@@ -24,11 +24,15 @@ answers meant for different origins.
 
 from __future__ import annotations
 
+import re
+
 from svc.traffic import CorsSettings
 
 #: What a preflight's answer varies by.
 PREFLIGHT_VARY = b"Vary: Origin, Access-Control-Request-Method, Access-Control-Request-Headers\r\n"
 VARY_ORIGIN = b"Vary: Origin\r\n"
+#: A header name (RFC 9110's token): what may be echoed back in Access-Control-Allow-Headers.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+", re.ASCII)
 
 
 class Cors:
@@ -94,10 +98,9 @@ def preflight(cors: Cors, origin: bytes, request_method: bytes,
     if not cors.any_method and method not in cors.methods:
         return False, f"CORS: the method {method} is not allowed"
     names = header_names(request_headers)
-    if not cors.any_header:
-        for name in names:
-            if name not in cors.headers:
-                return False, f"CORS: the header {name} is not allowed"
+    for name in names:
+        if not cors.any_header and name not in cors.headers or not _TOKEN.fullmatch(name):
+            return False, f"CORS: the header {name} is not allowed"
     fields = cors.allow_origin_field(text) + b"Access-Control-Allow-Methods: " \
         + method.encode("latin-1") + b"\r\n"
     if names:
