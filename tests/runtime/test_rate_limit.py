@@ -143,3 +143,49 @@ def test_bad_guard_limits_tables_name_the_key(table, key) -> None:
     assert "[guard_limits" in found[1]
     assert guard_limits_problem({"f": {"requests_per_second": 1, "burst": 1,
                                        "clients": 64}}) is None
+
+
+def test_a_worker_killed_while_holding_the_lock_does_not_stop_the_others() -> None:
+    import fcntl
+    import signal
+    import time
+
+    table = buckets(shared=True)
+    assert table.lock is not None
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # takes the lock as admit does, says so, and waits to be killed holding it
+        fcntl.lockf(table.lock, fcntl.LOCK_EX)
+        os.write(ready_write, b"x")
+        time.sleep(60)
+        os._exit(0)
+    os.read(ready_read, 1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    started = time.monotonic()
+    assert table.admit("10.2.2.2", 1.0) == 0.0  # the kernel released the dead holder's lock
+    assert time.monotonic() - started < 1.0
+    os.close(ready_read)
+    os.close(ready_write)
+
+
+def test_concurrent_workers_never_pass_more_than_the_burst() -> None:
+    """Two processes take tokens of one client at the same time: the lock keeps every update
+    whole, so together they pass exactly `burst` requests (a lost update would let more
+    through)."""
+    table = buckets(per_second=1e-6, burst=5000, shared=True)
+    read, write = os.pipe()
+    pids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            passed = sum(1 for _ in range(10000) if table.admit("10.3.3.3", 7.0) == 0.0)
+            os.write(write, passed.to_bytes(4, "little"))
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    counts = [int.from_bytes(os.read(read, 4), "little") for _ in pids]
+    os.close(read)
+    os.close(write)
+    assert sum(counts) == 5000, counts  # without the lock: 5,158 to 8,209 in 5 runs

@@ -10,8 +10,10 @@ picks a worker by a hash of the connection's address *and port*, so one client's
 land on every worker. Buckets per worker would let a client through `workers` times its
 limit (or, divided by the workers, hold a client on one keep-alive connection to a fraction
 of it). So the table lives in one anonymous shared memory map made before the workers are
-forked, and a process-shared lock (a POSIX semaphore) guards each update; a single server
-(no workers) takes no lock.
+forked, and a POSIX record lock (`fcntl.lockf` on an unlinked file) guards each update; a
+single server (no workers) takes no lock. A record lock, not a semaphore: the kernel releases
+it when its holder dies, so a worker killed mid-update (SIGKILL, the OOM killer) cannot leave
+the others waiting forever.
 
 Bounded memory: the table has `clients` slots of 24 bytes (a key hash, tokens, the time
 of the last update), fixed at start. A client's slot is found by its key's hash among
@@ -22,10 +24,12 @@ is evicted; only under more distinct clients than slots does a client start over
 
 from __future__ import annotations
 
+import fcntl
 import math
 import mmap
 import struct
-from typing import Any
+import tempfile
+from typing import IO
 
 from svc.traffic import RateLimitSettings
 
@@ -60,11 +64,8 @@ class Buckets:
         #: seconds an untouched bucket takes to be full again (then it can be dropped)
         self.refill = settings.burst / settings.per_second
         self.memory = mmap.mmap(-1, self.slots * SLOT.size)  # MAP_SHARED: survives fork
-        self.lock: Any = None
-        if shared:
-            import multiprocessing
-
-            self.lock = multiprocessing.get_context("fork").Lock()
+        #: the lock's file (its descriptor is inherited by the workers), None unshared
+        self.lock: IO[bytes] | None = tempfile.TemporaryFile() if shared else None
 
     def admit(self, key: str, now: float) -> float:
         """Take a token for `key` at monotonic time `now`: 0.0 when the request may pass, else
@@ -72,8 +73,11 @@ class Buckets:
         lock = self.lock
         if lock is None:
             return self._admit(key, now)
-        with lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
+        try:
             return self._admit(key, now)
+        finally:
+            fcntl.lockf(lock, fcntl.LOCK_UN)
 
     def _admit(self, key: str, now: float) -> float:
         code = (hash(key) & 0xFFFF_FFFF_FFFF_FFFF) or 1  # workers share the hash seed (fork)
