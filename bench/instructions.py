@@ -19,6 +19,9 @@ as `wrk -c64` in the benchmark), so database jobs are handed over in batches as 
     python bench/instructions.py --no-valgrind   # µs per request instead (noisy; a sanity check)
     BENCH_DB=:memory: python bench/instructions.py transaction   # SQLite in memory, as make
                                                  # bench runs it (no fsync per commit)
+    BENCH_TRACES=http://127.0.0.1:4318 OTEL_BSP_SCHEDULE_DELAY=600000 \
+        python bench/instructions.py small       # with traces exported to that OTLP endpoint
+                                                 # in full batches (docs/decisions.md, Traces)
 
 (`--drive CASE COUNT` is the measured process itself.)
 """
@@ -163,6 +166,15 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     app = App(loop, Router(tuple(builtin_routes.ROUTES) + tuple(routes)), db, 10,
               ServerLog(quiet=os.environ.get("BENCH_LOG") is None), processing_limit=120.0)
     request, status = CASES[case]
+    tracing = None
+    if os.environ.get("BENCH_TRACES"):  # spans exported to this OTLP endpoint, as a server does
+        from svc.runtime import tracing
+
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = os.environ["BENCH_TRACES"]
+        problem = tracing.start(8080, app.log, loop)
+        if problem is not None:
+            raise SystemExit(f"traces: {problem.message}")
+        app.tracer, app.every_id = tracing.active, True
     from svc.runtime import server
 
     if hasattr(server, "settle_collector"):  # as the server does before it listens
@@ -176,6 +188,8 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     started = time.perf_counter()
     await driver.run(count)
     elapsed = time.perf_counter() - started
+    if tracing is not None:  # the spans still queued are exported (and counted) too
+        await tracing.stop()
     from svc.runtime import db as db_module
 
     db_module.close_all()

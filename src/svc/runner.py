@@ -56,6 +56,7 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
             for problem in problems:
                 print(f"error: {escape_controls(problem)}", file=sys.stderr)
             return 1
+        name_traces(code, base_dir)
         if base_dir is not None:
             from svc.runtime.db import set_base_directory
 
@@ -74,6 +75,19 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
         print(f"error: {escape_controls(result.message)}", file=sys.stderr)
         return 1
     return 0
+
+
+def name_traces(code: list[tuple[str, types.CodeType]], base_dir: str | None) -> None:
+    """The program's name, the `service.name` of its spans unless OTEL_SERVICE_NAME says
+    otherwise (svc.runtime.tracing): the project's folder, else the first file's name."""
+    from pathlib import PurePath
+
+    from svc.runtime import tracing
+
+    if base_dir is not None:
+        tracing.program = PurePath(base_dir).name or tracing.program
+    elif code:
+        tracing.program = PurePath(code[0][0]).stem or tracing.program
 
 
 def _run_main(main):

@@ -8,8 +8,14 @@ database layer reads it so a handler stuck waiting for a full job queue can give
 from __future__ import annotations
 
 from contextvars import ContextVar, Token
+from typing import Any
 
 _request_deadline: ContextVar[float | None] = ContextVar("svc_request_deadline", default=None)
+
+#: With traces on (svc.runtime.tracing), the OpenTelemetry context of the span the running
+#: code belongs to (its request's, its job run's), so a database statement made there becomes
+#: that span's child; None otherwise, and never read while tracing is off.
+trace_context_var: ContextVar[Any] = ContextVar("svc_trace_context", default=None)
 
 
 #: The variable itself, for the server's hot path (one C call to set, one to reset).

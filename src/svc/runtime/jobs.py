@@ -27,7 +27,7 @@ from typing import Any
 from svc.contract import Job
 from svc.process import fault_message
 from svc.runtime import job_store as store
-from svc.runtime import metrics
+from svc.runtime import metrics, tracing
 from svc.runtime.context import set_request_deadline
 from svc.runtime.db import db_one
 from svc.runtime.db.transactions import refuse_if_held
@@ -172,7 +172,12 @@ class JobRunner:
         if definition is None:  # cannot happen: the claim names only this program's jobs
             return
         started = time.perf_counter()
-        outcome = await self.outcome(definition, job)
+        if tracing.active is None:
+            outcome = await self.outcome(definition, job)
+        else:  # a span per run (svc.runtime.otel), the parent of its statements
+            outcome = await tracing.active.background(job.name, "job", {
+                "svc.job.name": job.name, "svc.job.id": job.id, "svc.job.attempt": job.attempt,
+            }, self.outcome(definition, job))
         if outcome is None:
             metrics.job_ran(job.name, "done", time.perf_counter() - started)
             done = await store.mark_done(self.db, job, self.runner)

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from svc.http_client_rules import METHODS, method_problem, url_problem
-from svc.runtime import metrics, serverlog
+from svc.runtime import metrics, serverlog, tracing
 from svc.runtime.compiled import eager
 from svc.runtime.compiled.custom_response import Response
 from svc.runtime.compiled.headers import Headers
@@ -154,16 +154,21 @@ async def send(method: str, url: str, headers: Headers, body: str) -> Response |
 
 def _hook_before(method: str, url: str, target: Target,
                  fields: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], Any]:
-    """Before a call is sent: the fields to send (a trace's `traceparent` is added here) and
-    what `_hook_after` gets back (its span). `target` has the URL's scheme, host, port and
-    the URL as the log shows it (`shown`: no user, password, query or fragment). Nothing
-    yet."""
-    return fields, None
+    """Before a call is sent: the fields to send and what `_hook_after` gets back. With
+    traces on (svc.runtime.tracing) a client span starts here, the child of the calling
+    request's span, and its `traceparent` goes into the fields (svc.runtime.otel). `target`
+    has the URL's scheme, host, port and the URL as the log shows it (`shown`)."""
+    tracer = tracing.active
+    if tracer is None:
+        return fields, None
+    return tracer.outbound_started(method, target, fields)
 
 
 def _hook_after(hook: Any, outcome: str) -> None:
     """After a call, whatever became of it: `hook` is what `_hook_before` returned, `outcome`
-    the status as text or the error kind (a span ends here). Nothing yet."""
+    the status as text or the error kind; with traces on, the call's span ends here."""
+    if hook is not None:
+        hook(outcome)
 
 
 class Target:

@@ -18,7 +18,7 @@ import time
 
 from svc.contract import Schedule
 from svc.runtime import job_store as store
-from svc.runtime import serverlog
+from svc.runtime import serverlog, tracing
 from svc.runtime.db.base import Db
 from svc.runtime.jobs import DATABASE_PAUSE_SECONDS, run_once, runner_id
 from svc.runtime.serverlog import ServerLog
@@ -101,7 +101,9 @@ class ScheduleRunner:
     async def run(self, schedule: Schedule) -> None:
         started = time.perf_counter()
         try:
-            why = await run_once(schedule.handler(self.db), schedule.deadline_ms / 1000)
+            run = run_once(schedule.handler(self.db), schedule.deadline_ms / 1000)
+            why = await (run if tracing.active is None else tracing.active.background(
+                schedule.name, "schedule", {"svc.schedule.name": schedule.name}, run))
         except asyncio.CancelledError:  # stopped by the server's shutdown: the lease still goes
             why = "the server stopped before it finished"
         took = (time.perf_counter() - started) * 1000

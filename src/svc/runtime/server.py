@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Job, Route, Schedule
 from svc.process import close_databases, stop_on_signals
-from svc.runtime import builtin_routes, metrics, serverlog, workers
+from svc.runtime import builtin_routes, metrics, serverlog, tracing, workers
 from svc.runtime.compiled.connection import App, Connection
 from svc.runtime.compiled.routing import Router
 from svc.runtime.gate import Gate, gate_for, install_guard_limits
@@ -67,6 +67,10 @@ async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None 
     if metrics_port is not None and metrics_port == port:
         return SvcError("invalid", f"SVC_METRICS_PORT must be another port than the "
                                    f"program's own ({port})")
+    if tracing.wanted():  # refused once, before any worker starts
+        traces = tracing.check_settings()
+        if traces is not None:
+            return traces
     if os.environ.get(workers.VARIABLE) is not None:
         count = workers.worker_count_from_env()
         if isinstance(count, SvcError):
@@ -130,9 +134,14 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
             return SvcError("invalid", f"port {port} is already in use")
         return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
     bound = server.sockets[0].getsockname()[1]
+    traced = _start_traces(app, bound)
+    if isinstance(traced, SvcError):
+        server.close()
+        return traced
     endpoint = await _start_metrics(app, metrics_port)
     if isinstance(endpoint, SvcError):
         server.close()
+        await tracing.stop()
         return endpoint
     background: Background | None = None
     if jobs or schedules:  # imported only by programs that have them
@@ -143,6 +152,7 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
             server.close()
             if endpoint is not None:
                 endpoint.close()
+            await tracing.stop()
             return started
         background = started
     app.sweeper.start()
@@ -163,7 +173,21 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
             await shut_down(app, server, background=background)
             serverlog.active = None
             metrics.stop(app)
+            await tracing.stop()  # after the last answers: their spans are exported too
     return None
+
+
+def _start_traces(app: App, port: int) -> SvcError | None:
+    """With an OTLP endpoint set (svc.runtime.tracing): export this process's spans, and
+    give every request an id (its span and its answer carry the same one)."""
+    started = tracing.start(port, app.log, app.loop)
+    if started is not None:
+        return started
+    if tracing.active is not None:
+        app.tracer = tracing.active
+        app.every_id = True
+    return None
+
 
 
 async def _start_metrics(app: App, port: int | None) -> asyncio.AbstractServer | None | SvcError:

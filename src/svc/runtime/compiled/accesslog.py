@@ -165,6 +165,18 @@ def access_json(method: str, target: bytes, status: int, now: float, elapsed: fl
             f'{route_text(route)}\n')
 
 
+def peer_json(conn: Any) -> str | None:
+    """The client's "address:port" as a JSON string (`"127.0.0.1:5000"`: nothing in it needs
+    escaping) for a JSON line, asked once per connection and kept in its `client`; None when
+    the transport has no address (a Unix socket)."""
+    client = conn.client
+    if client is None:
+        name = conn.transport.get_extra_info("peername")
+        client = conn.client = f'"{name[0]}:{name[1]}"' \
+            if isinstance(name, tuple) and len(name) >= 2 else ""
+    return client or None
+
+
 # --- counting for the metrics ----------------------------------------------------------------------
 
 class RouteCounts:
@@ -245,7 +257,8 @@ class ServerLog:
                route: Any = None, rid: str = "", client: Any = None) -> None:
         """One answered request: `GET /search?q=x 200 0.4ms` (method, request target as
         received, status, duration; then `request_id=...` when the request has an id), or its
-        JSON object. `client` is the connection, asked for the peer address in JSON only.
+        JSON object. `client` is the connection, asked for the peer address in JSON only
+        (`peer_json`).
 
         The target stays bytes until here, so a quiet server never decodes it."""
         now = perf_counter()
@@ -259,7 +272,7 @@ class ServerLog:
         if self.json:
             lines.append(access_json(method, target, status, now, elapsed, route,
                                      rid or new_request_id(),
-                                     None if client is None else client.peer_json()))
+                                     None if client is None else peer_json(client)))
         else:  # the duration in tenths of a millisecond, rounded, as integers: formatting the
             # float (`format(x, ".1f")`) cost ~2,000 instructions a line
             tenths = int(elapsed * 10_000 + 0.5)

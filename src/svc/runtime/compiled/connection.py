@@ -110,6 +110,7 @@ class App:
         self.in_flight = 0
         #: eager.running, reached through the App: a module global costs a dict lookup.
         self.running: eager.Running = eager.running
+        self.tracer: Any = None  #: the spans (svc.runtime.otel) while tracing, else None
         #: svc.toml's [cors] and [rate_limit] (svc.runtime.gate.Gate), None without them
         self.gate: Any = None
         self.sweeper = Sweeper(loop)
@@ -152,9 +153,10 @@ class Connection(asyncio.Protocol):
         #: The route of the request in progress (None for a 404 or 405), for the log line
         #: and the metrics: one attribute store a request.
         self.route: CompiledRoute | None = None
-        #: `"address:port"` of the peer as a JSON string once asked (JSON logs); "" when it has
-        #: none (a Unix socket)
+        #: `"address:port"` of the peer as a JSON string once asked (JSON logs:
+        #: accesslog.peer_json); "" when it has none (a Unix socket)
         self.client: str | None = None
+        self.span: Any = None  #: while tracing, the span of the request a handler runs for
         #: Header lines for the answer to the request in progress, whatever it is: its CORS
         #: fields, set by svc.runtime.gate for each request when svc.toml has [cors], else
         #: always b"" (an attribute of this compiled class: reading it costs next to nothing,
@@ -191,6 +193,8 @@ class Connection(asyncio.Protocol):
             self.task = None
             self.app.in_flight -= 1
             task.cancel()
+        if self.span is not None:
+            self.app.tracer.abandoned(self)
 
     def data_received(self, data: bytes) -> None:
         phase = self.phase
@@ -319,6 +323,7 @@ class Connection(asyncio.Protocol):
         token = _deadline_var.set(deadline)
         running = self.app.running
         running.request = req
+        traced = None if self.app.tracer is None else self.app.tracer.request_started(self, req)
         try:
             finished, outcome = eager.start(self.loop, route.handler(*args))
         except Exception as exc:
@@ -326,6 +331,8 @@ class Connection(asyncio.Protocol):
         finally:
             running.request = None
             _deadline_var.reset(token)
+            if traced is not None:
+                self.app.tracer.request_left(traced)
         if finished:
             return self.answer(req, route, outcome)
         # It awaits something: its Resumer answers when done, or the sweep at the limit.
@@ -437,23 +444,14 @@ class Connection(asyncio.Protocol):
             rid = req.rid = new_request_id()
         return self.extra + b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
 
-    def peer_json(self) -> str | None:
-        """The client's "address:port" as a JSON string (`"127.0.0.1:5000"`: nothing in it
-        needs escaping), for a JSON log line, asked once per connection; None when the
-        transport has no address."""
-        client = self.client
-        if client is None:
-            name = self.transport.get_extra_info("peername")
-            client = self.client = f'"{name[0]}:{name[1]}"' \
-                if isinstance(name, tuple) and len(name) >= 2 else ""
-        return client or None
-
     def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
         """Write (the rest of) a response, log it, and wait for the next request or linger."""
         self._write(data)
         log = self.app.log
         if log.on:
             log.access(req.method, req.target, status, req.started, self.route, req.rid, self)
+        if self.app.tracer is not None:
+            self.app.tracer.request_done(self, req, status)
         if keep:
             self._enter(WAITING, self.loop.time() + self.app.wait)
         else:
@@ -469,6 +467,8 @@ class Connection(asyncio.Protocol):
         if log.on:
             log.access(reject.method, reject.target, reject.status,
                        perf_counter() if started is None else started, None, rid, self)
+        if self.app.tracer is not None:
+            self.app.tracer.rejected(self, reject.method, reject.target, reject.status, rid)
         self._linger()
 
     def _write(self, data: bytes) -> None:

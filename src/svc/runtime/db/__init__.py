@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import sys
 
+from svc.runtime import tracing
 from svc.runtime.db import postgres, sql_text, sqlite
 from svc.runtime.db.args import (BoolList, FloatList, IntList, TextList, nul_refused, usual,
                                  without_views)
@@ -79,7 +80,10 @@ async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
         if isinstance(ready, SvcError):
             return _at_line(ready)
         sql, args = ready
-    result = await db._submit(EXEC, sql, args, None)
+    if tracing.active is None:
+        result = await db._submit(EXEC, sql, args, None)
+    else:  # a client span around it (svc.runtime.otel)
+        result = await tracing.active.statement(db, EXEC, sql, args, None)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
@@ -96,7 +100,10 @@ async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
         if isinstance(ready, SvcError):
             return _at_line(ready)
         sql, args = ready
-    result = await db._submit(ALL, sql, args, cls)
+    if tracing.active is None:
+        result = await db._submit(ALL, sql, args, cls)
+    else:  # a client span around it (svc.runtime.otel)
+        result = await tracing.active.statement(db, ALL, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
@@ -113,7 +120,10 @@ async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | Svc
         if isinstance(ready, SvcError):
             return _at_line(ready)
         sql, args = ready
-    result = await db._submit(ONE, sql, args, cls)
+    if tracing.active is None:
+        result = await db._submit(ONE, sql, args, cls)
+    else:  # a client span around it (svc.runtime.otel)
+        result = await tracing.active.statement(db, ONE, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from svc.runtime import tracing
 from svc.runtime.context import request_deadline
 from svc.runtime.db.base import COMMIT, OPEN, ROLLBACK, Db, Tx
 from svc.runtime.db.sqlite import SqliteDb
@@ -69,12 +70,16 @@ async def db_begin(db: Db, site: str = "", scope: list[Tx] | None = None) -> Tx 
 
 async def db_commit(tx: Tx) -> None | SvcError:
     """Make the transaction's changes permanent. The Tx is finished afterwards."""
-    return await tx._end(COMMIT)
+    if tracing.active is None:
+        return await tx._end(COMMIT)
+    return await tracing.active.transaction_end(tx, "COMMIT", tx._end(COMMIT))
 
 
 async def db_rollback(tx: Tx) -> None | SvcError:
     """Undo the transaction's changes. The Tx is finished afterwards."""
-    return await tx._end(ROLLBACK)
+    if tracing.active is None:
+        return await tx._end(ROLLBACK)
+    return await tracing.active.transaction_end(tx, "ROLLBACK", tx._end(ROLLBACK))
 
 
 def end_transactions(scope: list[Tx]) -> None:
