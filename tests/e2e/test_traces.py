@@ -9,9 +9,10 @@ came from the flush at SIGTERM.
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -392,3 +393,71 @@ def test_an_outbound_call_is_a_client_span_and_carries_its_traceparent(collector
     (failed,) = children(spans, by_request_id(spans)[down.headers["x-request-id"]])
     assert failed.status == "error" and failed.attributes["error.type"] == "bad_gateway"
     assert "http.response.status_code" not in failed.attributes
+
+
+# --- runs, clients that leave, refused requests ------------------------------------------------------
+
+JOBS = REPO / "tests" / "e2e" / "programs" / "jobs.svc"
+
+
+def test_a_scheduled_run_is_a_span_with_its_statement_as_child(tmp_path, collector):
+    server = start([str(JOBS)], env={"SVC_DB": str(tmp_path / "j.sqlite"),
+                                     "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+                                     "OTEL_BSP_SCHEDULE_DELAY": "100"})
+    try:
+        runs = collector.wait_for(lambda s: [x for x in s if x.name == "schedule tick"])
+        assert runs, collector.spans
+    finally:
+        assert server.stop() == 0
+    run = runs[0]
+    assert run.kind == "internal" and run.parent_span_id == "" and run.status == "unset"
+    assert run.attributes == {"svc.schedule.name": "tick"}
+    (insert,) = children(collector.spans, run)
+    assert insert.name == "INSERT" and insert.kind == "client"
+    assert insert.attributes["db.query.text"].startswith("INSERT INTO ticks")
+    assert insert.end_ns - run.start_ns >= 300 * 10**6  # after the run's `await sleep(300)`
+    # the job queue's own statements (claims, schedule leases) have no spans
+    assert not [s for s in collector.spans if "svc_jobs" in s.attributes.get("db.query.text", "")
+                or "svc_schedules" in s.attributes.get("db.query.text", "")]
+
+
+def test_a_client_that_leaves_mid_request_ends_its_span_as_an_error(tmp_path, collector):
+    server = start_traced(tmp_path, collector.url, OTEL_BSP_SCHEDULE_DELAY="100")
+    try:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        sock.sendall(b"GET /later/1000 HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.3)  # the handler is asleep
+        # a reset, not a half-close (after which the server would still answer)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        left = collector.wait_for(lambda s: [x for x in s if x.name == "GET /later/{ms}"])
+        assert left, collector.spans
+        assert server.request("GET", "/one").status == 200  # the server serves on
+    finally:
+        assert server.stop() == 0
+    (span,) = left
+    assert span.status == "error" and span.attributes["error.type"] == "connection closed"
+    assert "http.response.status_code" not in span.attributes
+    assert span.end_ns - span.start_ns < 900 * 10**6  # ended when the client left
+
+
+def test_requests_refused_before_they_were_read_have_spans(tmp_path, collector):
+    server = start_traced(tmp_path, collector.url)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n")
+            too_large = sock.recv(65536)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+            sock.sendall(b"\x00\x01 not http at all\r\n\r\n")
+            garbage = sock.recv(65536)
+        assert too_large.startswith(b"HTTP/1.1 413") and garbage.startswith(b"HTTP/1.1 400")
+    finally:
+        assert server.stop() == 0
+    spans = collector.wait_for(lambda s: len([x for x in s if x.kind == "server"]) >= 2 and s)
+    by_status = {s.attributes["http.response.status_code"]: s for s in spans if s.kind == "server"}
+    large = by_status[413]
+    assert large.name == "POST" and large.attributes["url.path"] == "/one"
+    assert "http.route" not in large.attributes and large.status == "unset"
+    assert re.fullmatch(r"[0-9a-f]{12}-\d+", large.attributes["svc.request_id"])
+    bad = by_status[400]
+    assert bad.name == "HTTP" and bad.attributes["http.request.method"] == "_OTHER"
