@@ -461,3 +461,16 @@ def test_requests_refused_before_they_were_read_have_spans(tmp_path, collector):
     assert re.fullmatch(r"[0-9a-f]{12}-\d+", large.attributes["svc.request_id"])
     bad = by_status[400]
     assert bad.name == "HTTP" and bad.attributes["http.request.method"] == "_OTHER"
+
+
+def test_a_request_past_the_processing_limit_is_a_504_error_span(tmp_path, collector):
+    server = start_traced(tmp_path, collector.url)
+    try:
+        late = server.request("GET", "/later/5000")  # sleeps past the 2 s limit
+        assert late.status == 504
+    finally:
+        assert server.stop() == 0
+    span = collector.wait_for(lambda s: by_request_id(s).get(late.headers["x-request-id"]))
+    assert span.name == "GET /later/{ms}" and span.status == "error"
+    assert span.attributes["http.response.status_code"] == 504
+    assert span.attributes["error.type"] == "504"
