@@ -20,7 +20,7 @@ from svc.contract import RECURSION_LIMIT
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "patch": "PATCH", "delete": "DELETE"}
 #: The attributes of functions run outside requests (durable jobs and schedules).
 BACKGROUND_KINDS = ("job", "every", "cron")
-ATTRIBUTES_TEXT = "@get, @post, @put, @patch, @delete, @job, @every or @cron"
+ATTRIBUTES_TEXT = "@get, @post, @put, @patch, @delete, @job, @every, @cron or @guard"
 MAX_BLOCKS = 100
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")
