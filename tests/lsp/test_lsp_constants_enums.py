@@ -4,8 +4,8 @@ use to the constant, the enum and the member."""
 
 from __future__ import annotations
 
-from svc import pipeline
 from svc.tools import lsp_index
+from tests.lsp.checked import checked
 
 PROGRAM = """\
 LIMIT: i64 = 100
@@ -21,16 +21,8 @@ def main():
 """
 
 
-def checked(tmp_path):
-    entry = tmp_path / "app.svc"
-    entry.write_text(PROGRAM)
-    result = pipeline.check(pipeline.Target(file=str(entry)))
-    assert isinstance(result, pipeline.Checked), result
-    return result.program, str(entry)
-
-
 def test_hover_shows_a_constant_and_an_enum(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     assert "LIMIT: i64 = 100" in lsp_index.hover_at(program, file, 6, 38).text  # a use
     assert "LIMIT: i64 = 100" in lsp_index.hover_at(program, file, 1, 2).text  # the definition
     assert "enum Role: admin, member" in lsp_index.hover_at(program, file, 2, 7).text
@@ -41,7 +33,7 @@ def test_hover_shows_a_constant_and_an_enum(tmp_path):
 
 
 def test_completion_offers_constants_enums_and_members(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     labels = {c.label: c.kind for c in lsp_index.completions_at(program, file, 10, 5, "    ")}
     assert labels["LIMIT"] == "constant" and labels["Role"] == "enum"
     members = lsp_index.completions_at(program, file, 10, 10, "    Role.")
@@ -50,7 +42,7 @@ def test_completion_offers_constants_enums_and_members(tmp_path):
 
 
 def test_go_to_definition_of_a_constant_an_enum_and_a_member(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     constant = lsp_index.definition_at(program, file, 6, 38)
     assert (constant.line, constant.col) == (1, 1)
     enum = lsp_index.definition_at(program, file, 10, 24)  # `Role` of Role.member
@@ -64,7 +56,7 @@ def test_go_to_definition_of_a_constant_an_enum_and_a_member(tmp_path):
 
 
 def test_symbols_list_constants_and_enums_with_their_members(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     module = lsp_index.module_of(program, file)
     found = {s.name: s for s in lsp_index.symbols(module, program)}
     assert found["LIMIT"].kind == "constant"

@@ -5,9 +5,9 @@ symbols list a PATCH route as they list the others."""
 
 from __future__ import annotations
 
-from svc import pipeline
 from svc.compiler.builtin_table import BUILTINS
 from svc.tools import lsp_index
+from tests.lsp.checked import checked
 
 PROGRAM = """\
 class Patch:
@@ -31,16 +31,8 @@ def main():
 """
 
 
-def checked(tmp_path):
-    entry = tmp_path / "app.svc"
-    entry.write_text(PROGRAM)
-    result = pipeline.check(pipeline.Target(file=str(entry)))
-    assert isinstance(result, pipeline.Checked), result
-    return result.program, str(entry)
-
-
 def test_hover_on_the_new_builtins_shows_their_signatures(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     for line, col, name in ((9, 17, "unprocessable"), (11, 17, "too_many_requests"),
                             (12, 17, "with_header"), (15, 12, "error_fields")):
         hover = lsp_index.hover_at(program, file, line, col)
@@ -49,19 +41,19 @@ def test_hover_on_the_new_builtins_shows_their_signatures(tmp_path):
 
 
 def test_a_patch_handler_shows_its_route(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     shown = lsp_index.hover_at(program, file, 5, 12).text  # patch_note
     assert shown.endswith("\n\nroute: `PATCH /notes/{id}`")
 
 
 def test_completion_offers_the_new_builtins(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     labels = {c.label for c in lsp_index.completions_at(program, file, 18, 5, "    ")}
     assert {"unprocessable", "too_many_requests", "with_header", "error_fields"} <= labels
 
 
 def test_document_symbols_list_the_patch_route(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     module = lsp_index.module_of(program, file)
     names = [s.name for s in lsp_index.symbols(module, program)]
     assert names[:3] == ["Patch", "PATCH /notes/{id}", "patch_note"]

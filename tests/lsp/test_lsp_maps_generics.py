@@ -4,8 +4,8 @@ generic class, and completion offers an instantiation's fields after `p.`."""
 
 from __future__ import annotations
 
-from svc import pipeline
 from svc.tools import lsp_index
+from tests.lsp.checked import checked
 
 PROGRAM = """\
 class Task:
@@ -27,16 +27,8 @@ def main():
 """
 
 
-def checked(tmp_path):
-    entry = tmp_path / "app.svc"
-    entry.write_text(PROGRAM)
-    result = pipeline.check(pipeline.Target(file=str(entry)))
-    assert isinstance(result, pipeline.Checked), result
-    return result.program, str(entry)
-
-
 def test_hover_shows_instantiated_and_map_types(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     generic = lsp_index.hover_at(program, file, 4, 8).text  # class Page[T]:
     assert "class Page[T]:" in generic and "items: List[T]" in generic
     used = lsp_index.hover_at(program, file, 8, 15).text  # `Page[Task]` of the parameter
@@ -47,7 +39,7 @@ def test_hover_shows_instantiated_and_map_types(tmp_path):
 
 
 def test_go_to_definition_of_a_generic_class(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     in_type = lsp_index.definition_at(program, file, 8, 15)  # Page of Page[Task]
     assert (in_type.line, in_type.col) == (4, 7)
     in_call = lsp_index.definition_at(program, file, 14, 10)  # Page of Page[Task](...)
@@ -57,7 +49,7 @@ def test_go_to_definition_of_a_generic_class(tmp_path):
 
 
 def test_completion_offers_fields_of_an_instantiation_and_the_generic_class(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     fields = lsp_index.completions_at(program, file, 15, 7, "    p.")
     assert [(c.label, c.detail) for c in fields] == [("items", "List[Task]"), ("next", "str?")]
     labels = {c.label: c for c in lsp_index.completions_at(program, file, 15, 5, "    ")}

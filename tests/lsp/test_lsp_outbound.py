@@ -7,6 +7,7 @@ from __future__ import annotations
 from svc import pipeline
 from svc.compiler.builtin_table import BUILTINS
 from svc.tools import lsp_index
+from tests.lsp.checked import checked
 
 PROGRAM = """\
 async def fetch(url: str) -> Result[str, Error]:
@@ -19,16 +20,8 @@ def main():
 """
 
 
-def checked(tmp_path):
-    entry = tmp_path / "app.svc"
-    entry.write_text(PROGRAM)
-    result = pipeline.check(pipeline.Target(file=str(entry)))
-    assert isinstance(result, pipeline.Checked), result
-    return result.program, str(entry)
-
-
 def test_hover_on_the_client_builtins_shows_their_signatures(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     for line, col, name in ((2, 19, "http_get"), (3, 19, "http_send")):
         hover = lsp_index.hover_at(program, file, line, col)
         assert hover is not None, name
@@ -36,13 +29,13 @@ def test_hover_on_the_client_builtins_shows_their_signatures(tmp_path):
 
 
 def test_hover_on_the_answer_shows_its_type(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     hover = lsp_index.hover_at(program, file, 2, 5)  # r
     assert hover is not None and "Response[str]" in hover.text
 
 
 def test_completion_offers_the_client_builtins(tmp_path):
-    program, file = checked(tmp_path)
+    program, file = checked(tmp_path, PROGRAM)
     labels = {c.label for c in lsp_index.completions_at(program, file, 7, 5, "    ")}
     assert {"http_get", "http_send"} <= labels
 
