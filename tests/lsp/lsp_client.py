@@ -174,3 +174,21 @@ def position_of(text: str, needle: str, occurrence: int = 1, offset: int = 0) ->
     index += offset
     line = text.count("\n", 0, index)
     return line, index - (text.rfind("\n", 0, index) + 1)
+
+
+def hover_text(client: LspClient, path: Path, text: str, needle: str, occurrence: int = 1,
+               offset: int = 1) -> str | None:
+    """The hover shown with the cursor on `needle` (see position_of), or None for none."""
+    result = client.at("textDocument/hover", path, *position_of(text, needle, occurrence, offset))
+    return result["contents"]["value"] if result else None
+
+
+def serving(program: Path):
+    """A pytest fixture's body: a server with `program` open, which must have no diagnostics,
+    shut down cleanly after the test (unless the test ended it)."""
+    client = LspClient(program.parent)
+    client.open(program)
+    assert client.diagnostics(program)[0] == []
+    yield client
+    if client.process.poll() is None:
+        assert client.close() == 0

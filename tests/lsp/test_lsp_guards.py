@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from tests.lsp.lsp_client import LspClient, position_of, uri
+from tests.lsp.lsp_client import hover_text, position_of, serving, uri
 
 APP = """\
 class User:
@@ -57,40 +57,30 @@ def app(tmp_path):
 
 @pytest.fixture
 def client(app):
-    c = LspClient(app.parent)
-    c.open(app)
-    assert c.diagnostics(app)[0] == []
-    yield c
-    if c.process.poll() is None:
-        assert c.close() == 0
-
-
-def _hover(client, path, text, needle, occurrence=1, offset=1):
-    result = client.at("textDocument/hover", path, *position_of(text, needle, occurrence, offset))
-    return result["contents"]["value"] if result else None
+    yield from serving(app)
 
 
 def test_hovering_a_guard_shows_its_value_and_routes(client, app):
-    shown = _hover(client, app, APP, "require_user(h")
+    shown = hover_text(client, app, APP, "require_user(h")
     assert "async def require_user(h: Headers) -> Result[User, Error]" in shown
     assert shown.endswith("guard (value `User`) of `GET /me`, `GET /admin/stats`")
     # its name in @guard(...) and in the prefix declaration shows the same
-    assert _hover(client, app, APP, "@guard(require_user)", offset=8) == shown
-    assert _hover(client, app, APP, "require_user, require_admin") == shown
-    admin = _hover(client, app, APP, "require_admin)")
+    assert hover_text(client, app, APP, "@guard(require_user)", offset=8) == shown
+    assert hover_text(client, app, APP, "require_user, require_admin") == shown
+    admin = hover_text(client, app, APP, "require_admin)")
     assert admin.endswith("guard (value `Admin`) of `GET /admin/stats`")
 
 
 def test_hovering_a_handler_lists_its_guards_in_order(client, app):
-    assert _hover(client, app, APP, "me(user").endswith(
+    assert hover_text(client, app, APP, "me(user").endswith(
         "route: `GET /me`, guards: require_user")
-    assert _hover(client, app, APP, "stats(admin").endswith(
+    assert hover_text(client, app, APP, "stats(admin").endswith(
         "route: `GET /admin/stats`, guards: require_user (prefix /admin), "
         "require_admin (prefix /admin)")
 
 
 def test_hovering_a_prefix_shows_its_guards_and_routes(client, app):
-    assert _hover(client, app, APP, '"/admin"') == (
+    assert hover_text(client, app, APP, '"/admin"') == (
         "guards of prefix `/admin`: require_user, require_admin\n\nroutes: `GET /admin/stats`")
 
 

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from tests.lsp.lsp_client import LspClient, position_of, uri
+from tests.lsp.lsp_client import hover_text, position_of, serving, uri
 
 APP = """\
 class Welcome:
@@ -51,48 +51,38 @@ def app(tmp_path):
 
 @pytest.fixture
 def client(app):
-    c = LspClient(app.parent)
-    c.open(app)
-    assert c.diagnostics(app)[0] == []
-    yield c
-    if c.process.poll() is None:
-        assert c.close() == 0
-
-
-def _hover(client, path, text, needle, occurrence=1, offset=1):
-    result = client.at("textDocument/hover", path, *position_of(text, needle, occurrence, offset))
-    return result["contents"]["value"] if result else None
+    yield from serving(app)
 
 
 def test_hovering_a_job_shows_its_name_and_options(client, app):
-    shown = _hover(client, app, APP, "send_welcome(db: Db")
+    shown = hover_text(client, app, APP, "send_welcome(db: Db")
     assert "async def send_welcome(db: Db, w: Welcome) -> Result[unit, Error]" in shown
     assert shown.endswith("\n\njob: `welcome` (3 attempts, backoff 100ms, deadline 2s)")
     # the options left out show their defaults; one attempt is singular
-    once = _hover(client, app, APP, "mail_once")
+    once = hover_text(client, app, APP, "mail_once")
     assert once.endswith("\n\njob: `mail.once` (1 attempt, backoff 1s, deadline 60s)")
     # a call of the job's function shows the same
-    assert _hover(client, app, APP, "send_welcome(db, w)") == shown
+    assert hover_text(client, app, APP, "send_welcome(db, w)") == shown
 
 
 def test_hovering_a_schedule_shows_its_period_or_cron_expression(client, app):
-    every = _hover(client, app, APP, "cleanup")
+    every = hover_text(client, app, APP, "cleanup")
     assert "async def cleanup(db: Db) -> Result[unit, Error]" in every
     assert every.endswith("\n\nschedule: every 5m, deadline 60s")
-    cron = _hover(client, app, APP, "nightly")
+    cron = hover_text(client, app, APP, "nightly")
     assert cron.endswith("\n\nschedule: cron `0 3 * * *` (UTC), deadline 10m")
     assert "job:" not in every + cron and "route:" not in every + cron
 
 
 def test_hovering_an_attribute_or_its_option_shows_its_function(client, app):
-    on_job = _hover(client, app, APP, '"welcome", attempts')
+    on_job = hover_text(client, app, APP, '"welcome", attempts')
     assert on_job.endswith("job: `welcome` (3 attempts, backoff 100ms, deadline 2s)")
-    on_option = _hover(client, app, APP, 'deadline="10m"', offset=3)
+    on_option = hover_text(client, app, APP, 'deadline="10m"', offset=3)
     assert on_option.endswith("schedule: cron `0 3 * * *` (UTC), deadline 10m")
     # a route handler keeps its route, and gains no job or schedule line
-    route = _hover(client, app, APP, "sign_up")
+    route = hover_text(client, app, APP, "sign_up")
     assert route.endswith("\n\nroute: `POST /users/{user}`")
-    assert _hover(client, app, APP, '"/users/{user}"') == route
+    assert hover_text(client, app, APP, '"/users/{user}"') == route
 
 
 def test_document_symbols_list_jobs_and_schedules_like_routes(client, app):
@@ -121,7 +111,7 @@ def test_a_program_with_errors_still_shows_the_roles(client, app):
     assert sorted(d["message"] for d in diagnostics) == [
         "argument of ok: expected unit, found i64",
         "attempts must be an integer from 1 to 1000, found 0"]
-    assert _hover(client, app, broken, "nightly").endswith(
+    assert hover_text(client, app, broken, "nightly").endswith(
         "schedule: cron `0 3 * * *` (UTC), deadline 10m")
     symbols = client.request("textDocument/documentSymbol", {"textDocument": {"uri": uri(app)}})
     assert "job welcome" in [s["name"] for s in symbols]

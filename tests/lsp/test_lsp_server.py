@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tests.lsp.lsp_client import LspClient, position_of, uri
+from tests.lsp.lsp_client import hover_text, LspClient, position_of, uri
 
 MODELS = """\
 class Task:
@@ -173,24 +173,19 @@ def test_go_to_definition_of_a_keyword_field_and_a_match_binding(client, program
     assert definition("other_task.title") == (uri(app), (line, column), (line, column + 10))
 
 
-def _hover(client, path, text, needle, occurrence=1, offset=1):
-    result = client.at("textDocument/hover", path, *position_of(text, needle, occurrence, offset))
-    return result["contents"]["value"] if result else None
-
-
 def test_hover_shows_types_builtins_and_routes(client, program):
     app = program / "app.svc"
     client.open(app)
     client.diagnostics(app)
-    assert "found: Task" in _hover(client, app, APP, "found)\n")
-    assert "port: i64" in _hover(client, app, APP, "port)\n")
-    parse = _hover(client, app, APP, "parse_i64")
+    assert "found: Task" in hover_text(client, app, APP, "found)\n")
+    assert "port: i64" in hover_text(client, app, APP, "port)\n")
+    parse = hover_text(client, app, APP, "parse_i64")
     assert "parse_i64(text: str) -> Result[i64, Error]" in parse
     assert "decimal integer" in parse
-    show = _hover(client, app, APP, "show")
+    show = hover_text(client, app, APP, "show")
     assert "async def show(id: i64) -> Result[Task, Error]" in show
     assert "GET /tasks/{id}" in show
-    assert "def make_task(id: i64, title: str) -> Task" in _hover(client, app, APP,
+    assert "def make_task(id: i64, title: str) -> Task" in hover_text(client, app, APP,
                                                                    "make_task(id,")
 
 
