@@ -258,16 +258,7 @@ class Tracing:
             if operation:
                 attributes["db.operation.name"] = operation
             span.set_attributes(attributes)
-        try:
-            result = await db._submit(op, sql, args, cls)
-        except BaseException as exc:
-            _failed(span, exc.__class__.__name__)
-            span.end()
-            raise
-        if result.__class__ is SvcError:
-            _failed(span, result.kind)
-        span.end()
-        return result
+        return await _ended_after(span, db._submit(op, sql, args, cls))
 
     async def transaction_end(self, tx: Any, op: str, call: Awaitable[Any]) -> Any:
         """`db_commit` / `db_rollback`: a client span named COMMIT or ROLLBACK."""
@@ -276,16 +267,7 @@ class Tracing:
                                       attributes={"db.system.name": system, "db.system": system,
                                                   "db.operation.name": op,
                                                   "db.query.text": op})
-        try:
-            result = await call
-        except BaseException as exc:
-            _failed(span, exc.__class__.__name__)
-            span.end()
-            raise
-        if result.__class__ is SvcError:
-            _failed(span, result.kind)
-        span.end()
-        return result
+        return await _ended_after(span, call)
 
     # --- calls to other services -------------------------------------------------------------------
 
@@ -386,3 +368,18 @@ def _failed(span: Any, kind: str) -> None:
     if span.is_recording():
         span.set_attribute("error.type", kind)
         span.set_status(Status(_ERROR, kind))
+
+
+async def _ended_after(span: Any, call: Awaitable[Any]) -> Any:
+    """Await a database call, then end its span: with error status when the call raised
+    (the exception's class) or answered an SvcError (its kind, never its message)."""
+    try:
+        result = await call
+    except BaseException as exc:
+        _failed(span, exc.__class__.__name__)
+        span.end()
+        raise
+    if result.__class__ is SvcError:
+        _failed(span, result.kind)
+    span.end()
+    return result
