@@ -6,9 +6,9 @@ not measured. Then rounds: in each round the servers, and each server's cases, r
 shuffled order, each case a warm-up and a measured wrk run on 64 connections; every server is
 started fresh for each round. Then capacity and endurance runs against svc.
 
-svc alone also runs the 0.2 paths beside their 0.1 neighbours (wrk.PAIRS: a `Headers` handler,
-a `Response` with status 201 and a header field, a transaction of two statements), in the
-same rounds as the other cases, so each pair is measured under the same conditions.
+svc alone also runs the 0.2 and 0.3 paths beside their neighbours (wrk.PAIRS: a `Headers`
+handler, a guarded route, a `Response` with status 201 and a header field, a transaction of two
+statements), in the same rounds as the other cases, so each pair is measured under the same conditions.
 
   run.py            full mode (3 rounds, 2 s warm-up, 10 s measured, 120 s soak)
   run.py --quick    1 round, 1 s + 3 s, 20 s soak: to try the harness (also BENCH_QUICK=1)

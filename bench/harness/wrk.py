@@ -40,6 +40,12 @@ PAIRS = [
      "the same request (its X-User header included) and the same JSON answer "
      "{\"user\":\"ada\"}; only the neighbour has the value as a constant instead of a "
      "`Headers` parameter and `header(h, \"x-user\")`"),
+    (Case("GET /guarded (a guard)", "/guarded", headers=("Authorization: ada",), svc_only=True),
+     Case("GET /guarded/by_hand", "/guarded/by_hand", headers=("Authorization: ada",),
+          svc_only=True),
+     "the same request (its Authorization header included) and the same JSON answer "
+     "{\"user\":\"ada\"}; the 0.3 route runs `signed_in` as a guard (`@guard`) and gets "
+     "its value as a parameter, the neighbour calls `signed_in(h)` itself in the handler"),
     (Case("GET /created (Response 201)", "/created", svc_only=True),
      Case("GET /created/plain", "/created/plain", svc_only=True),
      "the same User body; the 0.2 handler returns it in a `Response` with status 201 and a "
