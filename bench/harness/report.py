@@ -106,7 +106,7 @@ def pairs_section(results: dict) -> list[str]:
         *[f"- **{new}** beside **{old}**: {why}." for new, old, why in pairs],
         "",
         "| path | req/s (median) | CPU µs/req | neighbour | req/s (median) | CPU µs/req "
-        "| req/s ratio | CPU ratio (neighbour ÷ 0.2) | errors |",
+        "| req/s ratio | CPU ratio (neighbour ÷ path) | errors |",
         "|---|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for new, old, _why in pairs:
