@@ -132,7 +132,7 @@ async def send(method: str, url: str, headers: Headers, body: str) -> Response |
     `"bad_gateway"`, `"cancelled"`): where a span ends and records it."""
     target = _check_request("http_send", method, url)
     fields = _fields(headers, body)
-    fields, hook = _hook_before(method, url, target, fields)
+    fields, hook = _hook_before(method, target, fields)
     started = time.perf_counter()
     outcome = "cancelled"
     try:
@@ -143,7 +143,7 @@ async def send(method: str, url: str, headers: Headers, body: str) -> Response |
         return answer
     except Failure as failure:
         outcome = failure.kind
-        _failed(method, url, failure)
+        _failed(method, target, failure)
         message = TIMEOUT_MESSAGE if failure.kind == "timeout" else BAD_GATEWAY_MESSAGE
         return SvcError(failure.kind, message)
     finally:
@@ -152,7 +152,7 @@ async def send(method: str, url: str, headers: Headers, body: str) -> Response |
         _record(method, target, outcome, elapsed)
 
 
-def _hook_before(method: str, url: str, target: Target,
+def _hook_before(method: str, target: Target,
                  fields: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], Any]:
     """Before a call is sent: the fields to send and what `_hook_after` gets back. With
     traces on (svc.runtime.tracing) a client span starts here, the child of the calling
@@ -184,9 +184,12 @@ class Target:
         self.host = parts.hostname or ""
         self.port = parts.port if parts.port is not None else \
             443 if parts.scheme == "https" else 80
-        self.label = f"[{self.host}]:{self.port}" if ":" in self.host \
-            else f"{self.host}:{self.port}"
-        self.shown = _loggable_url(url)
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.label = f"{host}:{self.port}"
+        # as the log shows it: no user and password, query or fragment (an API key often
+        # travels in the query); the port only when the URL names one
+        port = f":{parts.port}" if parts.port is not None else ""
+        self.shown = f"{parts.scheme}://{host}{port}{parts.path or '/'}"
 
 
 def _check_request(what: str, method: str, url: str) -> Target:
@@ -358,21 +361,10 @@ def _answer_limit() -> int:
 
 # --- the log and the metrics ----------------------------------------------------------------------
 
-def _loggable_url(url: str) -> str:
-    """The URL as the log shows it: without user and password, query and fragment (an API
-    key often travels in the query)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port is not None else ""
-    return f"{parts.scheme}://{host}{port}{parts.path or '/'}"
-
-
-def _failed(method: str, url: str, failure: Failure) -> None:
+def _failed(method: str, target: Target, failure: Failure) -> None:
     """A failed call's details: one error line, always written (like any error's details),
     with the request's id inside a request."""
-    message = f"outbound {method} {_loggable_url(url)}: {failure.kind} error: {failure.detail}"
+    message = f"outbound {method} {target.shown}: {failure.kind} error: {failure.detail}"
     req = eager.running.request
     log = serverlog.active
     if log is not None and req is not None:
