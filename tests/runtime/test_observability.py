@@ -199,7 +199,8 @@ def test_any_other_log_format_is_an_error_naming_the_variable(monkeypatch, value
 
 @pytest.mark.parametrize("value, kept", [
     (b"abc-123", "abc-123"), (b"x", "x"), (b"a" * 128, "a" * 128),
-    (b"!~{}\"\\<>", "!~{}\"\\<>"),  # visible ASCII, quoted on a JSON line
+    (b"!~{}<>", "!~{}<>"),  # visible ASCII
+    (b'say"hi', None), (b"back\\slash", None),  # but the two a JSON string must escape
     (b"", None), (b"a" * 129, None), (b"has space", None), (b"tab\there", None),
     (b"caf\xc3\xa9", None), (b"nul\x00", None), (b"del\x7f", None), (b"line\r\nX-Evil: 1", None),
 ])
@@ -552,3 +553,86 @@ def test_the_bucket_count_is_the_number_of_bounds():
 
     assert accesslog.BUCKET_COUNT == len(accesslog.DURATION_BUCKETS)
     assert list(accesslog.DURATION_BUCKETS) == sorted(accesslog.DURATION_BUCKETS)
+    assert accesslog.FIRST_BOUND == accesslog.DURATION_BUCKETS[0]
+
+
+def test_counts_kept_in_runs_match_every_request_counted_one_by_one():
+    """RouteCounts keeps requests like the one before in a run and short durations apart;
+    whatever the order, and however often it is read in between, the scrape shows each
+    request once."""
+    import random
+    from collections import Counter
+
+    from svc.runtime.compiled import accesslog
+
+    chooser = random.Random(26)
+    counts = accesslog.RequestCounts()
+    expected: Counter = Counter()
+    buckets: Counter = Counter()
+    expected_total = 0.0
+    for step in range(3000):
+        method = chooser.choice(["GET", "GET", "GET", "HEAD", "POST"])
+        status = chooser.choice([200, 200, 200, 404, 503])
+        seconds = chooser.choice([0.0001, 0.0005, 0.0007, 0.02, 3.0])
+        counts.observe(None, method, status, seconds)
+        expected[(method, status)] += 1
+        expected_total += seconds
+        buckets[next((i for i, bound in enumerate(accesslog.DURATION_BUCKETS) if seconds <= bound),
+                     len(accesslog.DURATION_BUCKETS))] += 1
+        if step % 700 == 0:  # a scrape in the middle of a run
+            counts.routes[None].statuses_counted()
+    (route_counts,) = counts.routes.values()
+    assert Counter({(m, s): c for m, s, c in route_counts.statuses_counted()}) == expected
+    histogram, total = route_counts.histogram()
+    assert histogram == [buckets[i] for i in range(len(histogram))] and sum(histogram) == 3000
+    assert total == pytest.approx(expected_total)
+
+
+def test_made_ids_count_on_across_every_thousand():
+    from svc.runtime.compiled import accesslog
+
+    ids = accesslog.Ids()
+    made = [ids.next() for _ in range(2500)]
+    assert made == [f"{ids.prefix}{n}" for n in range(1, 2501)]
+
+
+def test_json_lines_on_one_connection_reuse_their_parts_and_stay_exact():
+    """The access line of each request, whether its method, target, status or route is the
+    one before's or not, is the JSON object of its own fields, keys in order."""
+    from svc.runtime.compiled import accesslog
+
+    class Pattern:
+        def __init__(self, path: str) -> None:
+            self.path = path
+
+    class Compiled:
+        def __init__(self, path: str) -> None:
+            self.route = Pattern(path)
+
+    users, tasks = Compiled("/users/{id}"), Compiled('/odd/"{x}"\\')
+    parts = accesslog.LineParts(',"client":"127.0.0.1:5000"')
+    cases = [  # method, target, status, route, elapsed seconds
+        ("GET", b"/users/1", 200, users, 0.0002),
+        ("GET", b"/users/1", 200, users, 0.0002),
+        ("GET", b"/users/2", 200, users, 0.0015),
+        ("HEAD", b"/users/2", 200, users, 0.25),
+        ("GET", b"/users/2", 404, users, 2.5),
+        ("GET", b'/odd/"a"\\?q="b"\\&x=1', 201, tasks, 1234.5678),
+        ("GET", b"/nowhere?", 404, None, 0.0),
+        ("GET", b"/users/3", 200, users, 0.0009996),
+    ]
+    for method, target, status, route, elapsed in cases:
+        lines: list[str] = []
+        rid = accesslog.new_request_id()
+        accesslog.access_json(lines, method, target, status, 100.0, elapsed, route, rid, parts)
+        line = "".join(lines)
+        assert line.endswith("}\n") and line.count("\n") == 1
+        found = json.loads(line)
+        path, _, query = target.decode().partition("?")
+        expected = {"time": found["time"], "level": "info", "message": "request",
+                    "request_id": rid, "method": method, "path": path,
+                    **({"query": query} if query else {}), "status": status,
+                    "duration_ms": round(elapsed * 1000, 3), "client": "127.0.0.1:5000",
+                    "route": None if route is None else route.route.path}
+        assert list(found.items()) == list(expected.items())
+        assert TIME.match(found["time"])

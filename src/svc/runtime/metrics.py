@@ -151,12 +151,10 @@ class ProcessMetrics:
         histograms: dict[str, list] = {name: [] for name in HISTOGRAMS}
         gauges: dict[str, list] = {name: [] for name in GAUGES}
         for stats in list(self.requests.routes.values()):
-            for method, by_status in list(stats.by_method.items()):
-                for status, count in list(by_status.items()):
-                    counters["svc_http_requests"].append(
-                        [[stats.label, method, str(status)], count])
-            histograms["svc_http_request_duration_seconds"].append(
-                [[stats.label], list(stats.buckets), stats.total])
+            for method, status, count in stats.statuses_counted():
+                counters["svc_http_requests"].append([[stats.label, method, str(status)], count])
+            buckets, total = stats.histogram()
+            histograms["svc_http_request_duration_seconds"].append([[stats.label], buckets, total])
         gauges["svc_http_requests_in_flight"].append([[], sum(app.in_flight for app in self.apps)])
         for name, count in self.jobs_enqueued.items():
             counters["svc_jobs_enqueued"].append([[name], count])

@@ -43,7 +43,7 @@ from svc.runtime.deadlines import Sweeper
 from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.compiled.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.compiled.routing import BindError, CompiledRoute, Refusal, Router
-from svc.runtime.compiled.accesslog import ServerLog, new_request_id
+from svc.runtime.compiled.accesslog import ServerLog, ids, new_request_id
 from svc.runtime.compiled.answers import answer_error
 from svc.runtime import serverlog  # noqa: F401 - formats ServerLog's rare lines (accesslog.py)
 from svc.runtime.support import SvcError
@@ -140,6 +140,7 @@ class Connection(asyncio.Protocol):
         self.phase = WAITING
         self.deadline = 0.0
         self.head_at = 0.0  # perf_counter() when the current body's headers completed
+        self.started = 0.0  # the request in progress's `started`, read here for the log
         self.closing = False  # no keep-alive after the current answer
         self.paused = False  # reading paused: too many queued requests
         self.write_paused = False  # reading paused: the peer does not read its answers
@@ -153,9 +154,8 @@ class Connection(asyncio.Protocol):
         #: The route of the request in progress (None for a 404 or 405), for the log line
         #: and the metrics: one attribute store a request.
         self.route: CompiledRoute | None = None
-        #: `"address:port"` of the peer as a JSON string once asked (JSON logs:
-        #: accesslog.peer_json); "" when it has none (a Unix socket)
-        self.client: str | None = None
+        #: what this connection's JSON access lines share, once asked (accesslog.line_parts)
+        self.client: Any = None
         self.span: Any = None  #: while tracing, the span of the request a handler runs for
         #: Header lines for the answer to the request in progress, whatever it is: its CORS
         #: fields, set by svc.runtime.gate for each request when svc.toml has [cors], else
@@ -297,7 +297,7 @@ class Connection(asyncio.Protocol):
     def _handle(self, req: Request) -> None:
         """Route the request and hand it to its route's answer strategy (answers.py), which
         answers at once unless the handler suspends (the hot path)."""
-        req.started = self.head_at if self.phase is RECEIVING else perf_counter()
+        req.started = self.started = self.head_at if self.phase is RECEIVING else perf_counter()
         gate = self.app.gate
         if gate is not None and gate.stops(self, req):  # answered: a preflight, a 429
             return
@@ -427,16 +427,17 @@ class Connection(asyncio.Protocol):
 
     def finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
         keep = self.keeps_alive(req)
-        line = self.id_line(req)
-        if line:
-            extra += line
-        self.send(req, status, keep, render(status, ctype, body, keep, extra, req.method != "HEAD"))
+        rid = req.rid
+        if not rid and self.app.every_id:
+            rid = req.rid = ids.next()
+        data = render(status, ctype, body, keep, extra + self.extra, req.method != "HEAD", rid)
+        self.send(req, status, keep, data)
 
     def id_line(self, req: Request) -> bytes:
-        """The answer's `X-Request-Id` field, or b"" when it carries none: with JSON logs
-        always (the id made now if the request brought none), otherwise when the request has
-        an id (brought, or made for a line written about it). Preceded by the connection's
-        `extra` lines (the CORS fields of the request in progress), b"" without [cors]."""
+        """The answer's `X-Request-Id` field (`finish`'s in `render`), or b"" when it carries
+        none: with JSON logs always (the id made now if the request brought none), otherwise
+        when it has an id (brought, or made for a line about it). After the connection's
+        `extra` lines (the CORS fields of the request in progress)."""
         rid = req.rid
         if not rid:
             if not self.app.every_id:
@@ -449,7 +450,7 @@ class Connection(asyncio.Protocol):
         self._write(data)
         log = self.app.log
         if log.on:
-            log.access(req.method, req.target, status, req.started, self.route, req.rid, self)
+            log.access(req.method, req.target, status, self.started, self.route, req.rid, self)
         if self.app.tracer is not None:
             self.app.tracer.request_done(self, req, status)
         if keep:

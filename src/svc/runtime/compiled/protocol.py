@@ -371,13 +371,14 @@ class HttpConnection:
 
 def valid_request_id(value: bytes) -> str | None:
     """The id in an `X-Request-Id` field when it is usable: 1 to 128 visible ASCII characters
-    (0x21-0x7E: no spaces, no control characters), else None (the request then gets a new id
-    from the server, and the field's value is never echoed). Such a value is safe in a header
-    field and on a log line."""
+    (0x21-0x7E: no spaces, no control characters) but `"` and `\\`, else None (the request
+    then gets a new id from the server, and the field's value is never echoed). Such a value
+    is safe in a header field and on a log line, and needs no escaping in a JSON string (so
+    the access hook never looks for any)."""
     if not 0 < len(value) <= REQUEST_ID_LIMIT:
         return None
     for byte in value:
-        if not 0x21 <= byte <= 0x7E:
+        if not 0x21 <= byte <= 0x7E or byte == 0x22 or byte == 0x5C:
             return None
     return value.decode("ascii")
 

@@ -83,12 +83,19 @@ def _prefix(status: int, content_type: bytes | None) -> bytes:
 
 
 def render(status: int, content_type: bytes | None, body: bytes, keep_alive: bool,
-           extra: bytes = b"", send_body: bool = True) -> bytes:
-    """A complete response; `send_body=False` for HEAD keeps the headers of the GET."""
+           extra: bytes = b"", send_body: bool = True, rid: str = "") -> bytes:
+    """A complete response; `send_body=False` for HEAD keeps the headers of the GET. `rid`:
+    the request id its `X-Request-Id` field carries, none when "" (formatted here with the
+    rest: measured, ~500 instructions fewer than joining a field made apart)."""
     # the lookup is a speed-only twin of `_prefix`'s, which runs only on a miss
     prefix = _PREFIXES.get((status, content_type)) or _prefix(status, content_type)
-    if keep_alive and send_body and not extra:  # the common answer: one fewer fields to format
+    if keep_alive and send_body and not extra:  # the common answers: fewer fields to format
+        if rid:
+            return b"%s%sContent-Length: %d\r\nX-Request-Id: %s\r\n\r\n%s" % (
+                prefix, date.line, len(body), rid.encode("ascii"), body)
         return b"%s%sContent-Length: %d\r\n\r\n%s" % (prefix, date.line, len(body), body)
+    if rid:
+        extra += b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
     return b"%s%sContent-Length: %d\r\n%s%s%s" % (
         prefix, date.line, len(body), extra, _KEEP_ALIVE if keep_alive else _CLOSE,
         body if send_body else b"")
