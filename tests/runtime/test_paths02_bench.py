@@ -64,3 +64,21 @@ def test_a_pair_within_its_limit_is_met_and_one_beyond_is_missed():
 def test_a_run_without_pairs_still_renders():
     text = report.render(results(1, 1, pairs=False))
     assert "Not measured in this run." in text
+
+
+def test_the_logs_and_metrics_section_says_whether_the_target_holds_case_by_case():
+    from harness import observability
+
+    def result(small: float, users: float) -> dict:
+        return {"GET /small": {"cpu_us": small, "rps": 1.0},
+                "GET /users/{id}": {"cpu_us": users, "rps": 1.0}}
+
+    quiet = "quiet (the table above)"
+    met = observability.section({quiet: result(10, 20), "JSON lines + metrics": result(11, 21)})
+    assert ("JSON lines with metrics against the quiet server: +10.0% on GET /small, +5.0% on "
+            "GET /users/{id}; the target (at most 10%) is **met**.") in met
+    missed = observability.section({quiet: result(10, 20),
+                                    "JSON lines + metrics": result(10.5, 22.2)})
+    assert any(line.endswith("is **missed**.") and "+11.0% on GET /users/{id}" in line
+               for line in missed)
+    assert not any("target" in line for line in observability.section({quiet: result(10, 20)}))
