@@ -132,8 +132,12 @@ class RunningServer:
 
     def cpu_seconds(self) -> float:
         """User plus kernel CPU seconds used so far by all the server's threads."""
+        return sum(self.cpu_split())
+
+    def cpu_split(self) -> tuple[float, float]:
+        """(user, kernel) CPU seconds used so far by all the server's threads."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        return int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS
 
     def tree_cpu_seconds(self) -> dict[int, float]:
         """CPU seconds so far of the server and of every process under it (workers), by pid."""

@@ -76,9 +76,18 @@ def test_the_logs_and_metrics_section_says_whether_the_target_holds_case_by_case
     quiet = "quiet (the table above)"
     met = observability.section({quiet: result(10, 20), "JSON lines + metrics": result(11, 21)})
     assert ("JSON lines with metrics against the quiet server: +10.0% on GET /small, +5.0% on "
-            "GET /users/{id}; the target (at most 10%) is **met**.") in met
+            "GET /users/{id} CPU a request; the target (at most 10%) is **met**.") in met
     missed = observability.section({quiet: result(10, 20),
                                     "JSON lines + metrics": result(10.5, 22.2)})
     assert any(line.endswith("is **missed**.") and "+11.0% on GET /users/{id}" in line
                for line in missed)
     assert not any("target" in line for line in observability.section({quiet: result(10, 20)}))
+    default = "text lines (the default)"
+    both = observability.section({quiet: result(10, 20), default: result(11, 21),
+                                  "JSON lines + metrics": result(11.5, 23)})
+    assert any(line.startswith("JSON lines with metrics against the default server (text "
+                               "lines, no metrics): +4.5% on GET /small, +9.5% on GET /users/{id}")
+               and line.endswith("**met**.") for line in both)
+    assert any("against the quiet server" in line and line.endswith("**missed**.")
+               for line in both)
+    assert "| 10.00 | — |" in "\n".join(both)  # no user time measured: a dash, not a ratio
