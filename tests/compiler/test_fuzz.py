@@ -10,6 +10,7 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,20 @@ def rejected_without_raising(target: Path, data: bytes, index: int) -> bool:
         raise AssertionError(f"seed {SEED}, input {index} raised {exc!r}; input:\n"
                              f"{data.decode('utf-8', 'replace')}") from exc
     return bool(diagnostics)
+
+
+def rejected_or_compiled(target: Path, programs: Iterator[str]) -> None:
+    """Each program gives diagnostics (rejected_without_raising) or, when it checks, also
+    generates and compiles; both good and bad programs must have been made."""
+    from svc.pipeline import Compiled, compile as compile_program
+
+    rejected = 0
+    for index, text in enumerate(programs):
+        if rejected_without_raising(target, text.encode("utf-8"), index):
+            rejected += 1
+            continue
+        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
 
 
 @pytest.mark.fuzz
@@ -439,18 +454,8 @@ def guard_program(rng: random.Random) -> str:
 def test_guards_never_raise(tmp_path: Path) -> None:
     """Random guarded programs: each gives diagnostics with valid positions or checks, and a
     program that checks also generates and compiles (its guarded routes' functions)."""
-    from svc.pipeline import Compiled, compile as compile_program
-
     rng = random.Random(SEED)
-    target = tmp_path / "guards.svc"
-    rejected = 0
-    for index in range(EXAMPLES):
-        text = guard_program(rng)
-        if rejected_without_raising(target, text.encode("utf-8"), index):
-            rejected += 1
-            continue
-        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
-    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+    rejected_or_compiled(tmp_path / "guards.svc", (guard_program(rng) for _ in range(EXAMPLES)))
 
 
 #: The outbound client among the mutation snippets, and the pieces of random calls
@@ -496,24 +501,18 @@ def outbound_call(rng: random.Random) -> str:
 def test_outbound_calls_never_raise(tmp_path: Path) -> None:
     """Random outbound calls in a handler and in main: each program checks (and then also
     generates and compiles) or gives diagnostics with valid positions, never an exception."""
-    from svc.pipeline import Compiled, compile as compile_program
-
     rng = random.Random(SEED)
-    target = tmp_path / "outbound.svc"
-    rejected = 0
-    for index in range(EXAMPLES):
-        text = ('@get("/x")\nasync def x(h: Headers) -> Result[str, Error]:\n'
+
+    def program() -> str:
+        return ('@get("/x")\nasync def x(h: Headers) -> Result[str, Error]:\n'
                 '    url = "http://127.0.0.1:8001"\n    method = "GET"\n    text = ""\n'
                 f"    {outbound_call(rng)}\n    return ok(url)\n\n"
                 "async def main() -> Result[unit, Error]:\n"
                 '    url = "http://127.0.0.1:8001"\n    method = "PUT"\n    text = "{}"\n'
                 '    h = headers_of([])\n    r = respond(200, "x")\n'
                 f"    {outbound_call(rng)}\n    return ok(())\n")
-        if rejected_without_raising(target, text.encode("utf-8"), index):
-            rejected += 1
-            continue
-        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
-    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+
+    rejected_or_compiled(tmp_path / "outbound.svc", (program() for _ in range(EXAMPLES)))
 
 
 #: The error makers of issue 24 and @patch among the mutation snippets, and the pieces of
@@ -548,13 +547,10 @@ def test_error_answers_never_raise(tmp_path: Path) -> None:
     """Random error answers (unprocessable, too_many_requests, with_header, error_fields) in a
     PATCH handler and a helper: each program checks (and then also generates and compiles) or
     gives diagnostics with valid positions, never an exception."""
-    from svc.pipeline import Compiled, compile as compile_program
-
     rng = random.Random(SEED)
-    target = tmp_path / "errors.svc"
-    rejected = 0
-    for index in range(EXAMPLES):
-        text = ('@patch("/x/{name}")\nasync def x(name: str, h: Headers) -> Result[str, Error]:\n'
+
+    def program() -> str:
+        return ('@patch("/x/{name}")\nasync def x(name: str, h: Headers) -> Result[str, Error]:\n'
                 '    n = "slow"\n    let reasons: Map[str, str] = Map()\n'
                 '    set(reasons, "name", "must not be empty")\n'
                 '    let r: Result[str, Error] = ok(name)\n'
@@ -565,8 +561,5 @@ def test_error_answers_never_raise(tmp_path: Path) -> None:
                 '    let r: Result[str, Error] = fail(e)\n'
                 f"    {error_answer(rng)}\n\n"
                 "def main():\n    pass\n")
-        if rejected_without_raising(target, text.encode("utf-8"), index):
-            rejected += 1
-            continue
-        assert isinstance(compile_program(Target(file=str(target))), Compiled), text
-    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+
+    rejected_or_compiled(tmp_path / "errors.svc", (program() for _ in range(EXAMPLES)))
