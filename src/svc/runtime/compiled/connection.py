@@ -443,7 +443,7 @@ class Connection(asyncio.Protocol):
             if not self.app.every_id:
                 return self.extra
             rid = req.rid = new_request_id()
-        return self.extra + b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
+        return self.extra + responses.id_field(rid)
 
     def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
         """Write (the rest of) a response, log it, and wait for the next request or linger."""
@@ -462,7 +462,7 @@ class Connection(asyncio.Protocol):
         """A request refused before its body was read: answer and close (the body is unread)."""
         rid = new_request_id() if self.app.every_id else ""
         if rid:
-            extra += b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
+            extra += responses.id_field(rid)
         self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
         log = self.app.log
         if log.on:

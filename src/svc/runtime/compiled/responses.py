@@ -95,10 +95,16 @@ def render(status: int, content_type: bytes | None, body: bytes, keep_alive: boo
                 prefix, date.line, len(body), rid.encode("ascii"), body)
         return b"%s%sContent-Length: %d\r\n\r\n%s" % (prefix, date.line, len(body), body)
     if rid:
-        extra += b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
+        extra += id_field(rid)
     return b"%s%sContent-Length: %d\r\n%s%s%s" % (
         prefix, date.line, len(body), extra, _KEEP_ALIVE if keep_alive else _CLOSE,
         body if send_body else b"")
+
+
+def id_field(rid: str) -> bytes:
+    """The `X-Request-Id` header field of a request id (printable ASCII:
+    protocol.valid_request_id, accesslog.Ids)."""
+    return b"X-Request-Id: " + rid.encode("ascii") + b"\r\n"
 
 
 class Fixed:
