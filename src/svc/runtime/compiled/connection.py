@@ -43,7 +43,7 @@ from svc.runtime.deadlines import Sweeper
 from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.compiled.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.compiled.routing import BindError, CompiledRoute, Refusal, Router
-from svc.runtime.compiled.accesslog import ServerLog, ids, new_request_id
+from svc.runtime.compiled.accesslog import ServerLog, new_request_id
 from svc.runtime.compiled.answers import answer_error
 from svc.runtime import serverlog  # noqa: F401 - formats ServerLog's rare lines (accesslog.py)
 from svc.runtime.support import SvcError
@@ -429,7 +429,7 @@ class Connection(asyncio.Protocol):
         keep = self.keeps_alive(req)
         rid = req.rid
         if not rid and self.app.every_id:
-            rid = req.rid = ids.next()
+            rid = req.rid = new_request_id()
         data = render(status, ctype, body, keep, extra + self.extra, req.method != "HEAD", rid)
         self.send(req, status, keep, data)
 
