@@ -151,11 +151,11 @@ def load_program() -> dict:
 
 async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     """Warm up, then `count` requests of `case`; returns µs per request (wall clock)."""
-    from svc.contract import Route
-    from svc.runtime import builtin_routes
-    from svc.runtime.compiled.connection import App, Connection
-    from svc.runtime.compiled.routing import Router
-    from svc.runtime.serverlog import ServerLog
+    from svc.rules.contract import Route
+    from svc.runtime.http import builtin_routes
+    from svc.runtime.http.connection import App, Connection
+    from svc.runtime.http.routing import Router
+    from svc.runtime.observability.serverlog import ServerLog
 
     namespace = load_program()
     db = await namespace["setup"](db_path)
@@ -168,14 +168,14 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     request, status = CASES[case]
     tracing = None
     if os.environ.get("BENCH_TRACES"):  # spans exported to this OTLP endpoint, as a server does
-        from svc.runtime import tracing
+        from svc.runtime.observability import tracing
 
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = os.environ["BENCH_TRACES"]
         problem = tracing.start(8080, app.log, loop)
         if problem is not None:
             raise SystemExit(f"traces: {problem.message}")
         app.tracer, app.every_id = tracing.active, True
-    from svc.runtime import server
+    from svc.runtime.http import server
 
     if hasattr(server, "settle_collector"):  # as the server does before it listens
         server.settle_collector()

@@ -30,9 +30,9 @@ async def drive(variant: str, count: int) -> None:
     import aiohttp
     from bare_uvloop import FixedProtocol
 
-    from svc.runtime import outbound
-    from svc.runtime.compiled.headers import Headers
-    from svc.runtime.context import request_deadline_var
+    from svc.runtime.lib import outbound
+    from svc.runtime.http.headers import Headers
+    from svc.runtime.http.context import request_deadline_var
 
     loop = asyncio.get_running_loop()
     server = await loop.create_server(FixedProtocol, "127.0.0.1", 0)

@@ -38,7 +38,7 @@ def cpu_seconds(pid: int) -> tuple[float, float]:
 
 
 def frame_name(frame: str) -> str:
-    """`handle (svc/runtime/server.py:120)` → `handle (runtime/server.py)`: lines merged."""
+    """`handle (svc/runtime/http/server.py:120)` → `handle (runtime/http/server.py)`: lines merged."""
     match = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
     if not match:
         return frame

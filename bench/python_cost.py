@@ -27,12 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
 
 import bare_uvloop  # noqa: E402
 import minimal_http  # noqa: E402
-from svc.contract import Param, ParamSource, ResultKind, Route  # noqa: E402
-from svc.runtime import builtin_routes  # noqa: E402
-from svc.runtime.compiled.routing import Router  # noqa: E402
-from svc.runtime.compiled.connection import App, Connection  # noqa: E402
-from svc.runtime.serverlog import ServerLog  # noqa: E402
-from svc.runtime.support import T_I32, T_I64, Struct  # noqa: E402
+from svc.rules.contract import Param, ParamSource, ResultKind, Route  # noqa: E402
+from svc.runtime.http import builtin_routes  # noqa: E402
+from svc.runtime.http.routing import Router  # noqa: E402
+from svc.runtime.http.connection import App, Connection  # noqa: E402
+from svc.runtime.observability.serverlog import ServerLog  # noqa: E402
+from svc.runtime.lib.support import T_I32, T_I64, Struct  # noqa: E402
 
 REQUEST = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"
 #: name → request bytes, for the handler routes of `handler_routes`
@@ -69,7 +69,7 @@ def handler_routes() -> list[Route]:
               Route("GET", "/query", query, (Param("limit", ParamSource.QUERY, "i64"),
                                              Param("name", ParamSource.QUERY, "str")))]
     if hasattr(ParamSource, "HEADERS"):  # the runtime has Headers and Response routes
-        from svc.runtime.compiled import custom_response, headers
+        from svc.runtime.http import custom_response, headers
 
         def whoami(h):
             return headers.header(h, "x-user")

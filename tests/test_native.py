@@ -65,11 +65,11 @@ def test_a_current_build_is_planned_module_by_module(tmp_path, sources):
 
 def test_a_changed_source_is_never_shadowed_by_its_stale_build(tmp_path, sources):
     built = _fake_build(tmp_path, sources)
-    changed = native.source_path("svc.runtime.compiled.routing", sources)
+    changed = native.source_path("svc.runtime.http.routing", sources)
     changed.write_text(changed.read_text() + "\n# edited\n")
     chosen = native.plan(built, sources)
     assert chosen.files == {}  # all or nothing: the modules call one another natively
-    assert chosen.reason == "out of date: svc.runtime.compiled.routing changed since the build, run make"
+    assert chosen.reason == "out of date: svc.runtime.http.routing changed since the build, run make"
     # an executable has no sources to compare: there the manifest, checked at build, is trusted
     assert native.plan(built, sources, frozen=True).reason == ""
 
@@ -94,7 +94,7 @@ def test_builds_that_cannot_be_used_say_why(tmp_path, sources):
 def test_the_checkouts_build_is_current_where_it_can_be_made():
     """`make` builds it wherever a C compiler and Python's headers exist: then it is current
     and the runtime's modules are loaded from it; elsewhere the runtime is pure Python."""
-    code = ("import svc.runtime.compiled.connection as c, svc.runtime.compiled.protocol as p, svc.native as n;"
+    code = ("import svc.runtime.http.connection as c, svc.runtime.http.protocol as p, svc.native as n;"
             " print(c.__file__); print(p.__file__); print(repr(n.state))")
     if missing_tool():
         result = _run(code)
@@ -110,7 +110,7 @@ def test_the_checkouts_build_is_current_where_it_can_be_made():
 
 
 def test_svc_native_0_keeps_the_pure_python_modules():
-    result = _run("import svc.runtime.compiled.protocol as p, svc.native as n; print(p.__file__, n.state)",
+    result = _run("import svc.runtime.http.protocol as p, svc.native as n; print(p.__file__, n.state)",
                   SVC_NATIVE="0")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[0].endswith("protocol.py")
@@ -122,7 +122,7 @@ def test_svc_native_require_without_a_usable_build_is_one_error_line(tmp_path):
     copy = tmp_path / "src"
     shutil.copytree(native.PACKAGE_ROOT / "svc", copy / "svc",
                     ignore=shutil.ignore_patterns("built", "__pycache__"))
-    result = subprocess.run([sys.executable, "-c", "import svc.runtime.compiled.protocol"],
+    result = subprocess.run([sys.executable, "-c", "import svc.runtime.http.protocol"],
                             env=dict(os.environ, SVC_NATIVE="require", PYTHONPATH=str(copy)),
                             capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 1

@@ -31,7 +31,7 @@ from svc.compiler.source import SourceFile, Span
 from svc.compiler.svctypes import UNIT, Type
 from svc.project import (Project, config_key_position, config_path, guard_limit_position,
                          load_project)
-from svc.traffic import guard_limit_problem
+from svc.rules.traffic import guard_limit_problem
 
 #: (the .svc file's path, its code object), one per file, in load order (entry last).
 CodeList = list[tuple[str, types.CodeType]]
@@ -130,7 +130,7 @@ def _config_diagnostics(program: CheckedProgram, project: Project,
 def _guard_limit_diagnostics(program: CheckedProgram, project: Project,
                              sources: dict[str, SourceFile]) -> list[Diagnostic]:
     """svc.toml's `[guard_limits]` checked against the routes' guards: each table names a
-    guard some route runs, whose Ok value is a class (svc.traffic), reported at its header."""
+    guard some route runs, whose Ok value is a class (svc.rules.traffic), reported at its header."""
     limits = project.traffic.get("guard_limits", {})
     if not limits:
         return []

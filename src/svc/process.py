@@ -1,7 +1,7 @@
 """Process glue: what every way of running svc code needs from the process around it, said once.
 
 `svcc` itself (cli.py), `svcc run` (runner.py), built executables (launcher.py), the server and
-its worker processes (svc.runtime.server, svc.runtime.workers) and `svcc test`
+its worker processes (svc.runtime.http.server, svc.runtime.http.workers) and `svcc test`
 (tools/test_runner.py) share:
 
 - the standard streams: /dev/null behind the ones the caller closed, stdout silenced once its
@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from types import FrameType, ModuleType
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from svc.contract import RECURSION_LIMIT
+from svc.rules.contract import RECURSION_LIMIT
 
 if TYPE_CHECKING:
     import asyncio
@@ -168,7 +168,7 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
         try:
             return runner.run(coroutine)
         finally:
-            outbound = sys.modules.get("svc.runtime.outbound")  # a program that calls out
+            outbound = sys.modules.get("svc.runtime.lib.outbound")  # a program that calls out
             if outbound is not None:
                 runner.run(outbound.close_sessions())  # its pooled connections, on this loop
 
@@ -187,7 +187,7 @@ class Watchdog:
     it fires again after another `seconds`; `stop()`, or the end of a `with` block, ends it.
 
     The server feeds it from a timer on its event loop (`feed_from`), so it fires only when a
-    handler keeps the loop for `seconds` (svc.runtime.watchdog). The test runner never feeds
+    handler keeps the loop for `seconds` (svc.runtime.http.watchdog). The test runner never feeds
     it: it is the time limit of a test that does not await.
 
     A late wake-up of the watching thread with little CPU spent means the whole process was
@@ -287,7 +287,7 @@ def close_databases() -> None:
 def fault_text(exc: BaseException) -> str:
     """What a run-time fault is, in words: the svc fault's own message, `recursion too deep`,
     or `internal fault: <type>: <message>` for a bug of ours."""
-    from svc.runtime.support import SvcFault
+    from svc.runtime.lib.support import SvcFault
 
     if isinstance(exc, SvcFault):
         return str(exc)

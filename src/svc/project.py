@@ -4,15 +4,15 @@ holds the program's configuration and server switches.
     entry = "tasks.svc"     # required: the entry file, relative to the project folder
     name = "tasks"          # optional
 
-    [config]                # optional: values for config[T]() (svc.configuration)
+    [config]                # optional: values for config[T]() (svc.rules.config_values)
     max_items = 100
 
     [server]                # optional
     demo_routes = false     # /stream and /ws off (default true)
 
-    [cors]                  # optional: answers to browsers of other origins (svc.traffic)
-    [rate_limit]            # optional: a token bucket per client (svc.traffic)
-    [guard_limits.f]        # optional: a token bucket per value of the guard f (svc.traffic)
+    [cors]                  # optional: answers to browsers of other origins (svc.rules.traffic)
+    [rate_limit]            # optional: a token bucket per client (svc.rules.traffic)
+    [guard_limits.f]        # optional: a token bucket per value of the guard f (svc.rules.traffic)
 
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
 diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
-from svc.configuration import SECRET_WORDS, env_name, is_secret, toml_type
-from svc.traffic import cors_problem, guard_limits_problem, rate_limit_problem
+from svc.rules.config_values import SECRET_WORDS, env_name, is_secret, toml_type
+from svc.rules.traffic import cors_problem, guard_limits_problem, rate_limit_problem
 
 CONFIG_NAME = "svc.toml"
 KEYS = {"entry": "the entry .svc file, relative to the project folder",
@@ -51,7 +51,7 @@ class Project:
     name: str | None = None
     config: dict[str, object] = field(default_factory=dict)  # `[config]`: TOML scalars
     demo_routes: bool = True  # `[server] demo_routes`
-    #: `[cors]`, `[rate_limit]`, `[guard_limits]` as written (checked by svc.traffic)
+    #: `[cors]`, `[rate_limit]`, `[guard_limits]` as written (checked by svc.rules.traffic)
     traffic: dict[str, dict] = field(default_factory=dict)
 
 

@@ -32,13 +32,13 @@ def load_namespace(code: list[tuple[str, types.CodeType]]) -> dict:
 
 
 def read_configuration(namespace: dict) -> list[str]:
-    """Read the configuration of a program that calls `config[T]()` (svc.runtime.config), as
+    """Read the configuration of a program that calls `config[T]()` (svc.runtime.lib.config), as
     it starts: the problems found, each a line naming the key; [] when all is well, and for a
     program without configuration (which never imports the module)."""
     table = namespace.get(CONFIG_TABLE)
     if table is None:
         return []
-    from svc.runtime.config import load
+    from svc.runtime.lib.config import load
 
     return load(table)
 
@@ -69,7 +69,7 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
         print(f"error: {escape_controls(process.fault_message(exc))}", file=sys.stderr)
         return 1
     process.flush_quietly(sys.stdout)
-    from svc.runtime.support import SvcError
+    from svc.runtime.lib.support import SvcError
 
     if isinstance(result, SvcError):  # one line, whatever the message quotes (an env value)
         print(f"error: {escape_controls(result.message)}", file=sys.stderr)
@@ -79,10 +79,10 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
 
 def name_traces(code: list[tuple[str, types.CodeType]], base_dir: str | None) -> None:
     """The program's name, the `service.name` of its spans unless OTEL_SERVICE_NAME says
-    otherwise (svc.runtime.tracing): the project's folder, else the first file's name."""
+    otherwise (svc.runtime.observability.tracing): the project's folder, else the first file's name."""
     from pathlib import PurePath
 
-    from svc.runtime import tracing
+    from svc.runtime.observability import tracing
 
     if base_dir is not None:
         tracing.program = PurePath(base_dir).name or tracing.program

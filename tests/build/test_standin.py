@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.build, POSIX_ONLY]
 
 STANDIN = '''
 import os
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 def main():
     print("stand-in {tag}: h\\u00e9llo")

@@ -9,7 +9,7 @@ import importlib
 from svc.compiler import builtin_table as B
 from svc.compiler.codegen.builtin_calls import SPECIAL_FORMS
 from svc.compiler.svctypes import ResultOf
-from svc.runtime.support import STATUS_BY_KIND
+from svc.runtime.lib.support import STATUS_BY_KIND
 
 _RESULT_OF_TYPE_ARG = {B.RESULT_OF_TYPE_ARG, B.RESULT_LIST_OF_TYPE_ARG, B.RESULT_OPT_OF_TYPE_ARG}
 

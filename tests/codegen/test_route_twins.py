@@ -58,7 +58,7 @@ def test_route_table_uses_the_twin_and_svc_callers_still_await(tmp_path):
 
 
 def test_the_route_table_is_the_contract_s_description_and_serve_comes_from_the_server(tmp_path):
-    from svc.contract import ParamSource, ResultKind, Route
+    from svc.rules.contract import ParamSource, ResultKind, Route
     path = tmp_path / "app.svc"
     path.write_text(textwrap.dedent(SOURCE) + textwrap.dedent('''
         @get("/users/{id}")
@@ -71,7 +71,7 @@ def test_the_route_table_is_the_contract_s_description_and_serve_comes_from_the_
     checked = check(Target(file=str(path)))
     assert isinstance(checked, Checked), checked
     text = ast.unparse(generate(checked)[-1][1])
-    assert "from svc.runtime import server as _svc_server" in text
+    assert "from svc.runtime.http import server as _svc_server" in text
     assert "_svc_server.serve(" in text
     compiled = compile(Target(file=str(path)))
     assert isinstance(compiled, Compiled), compiled

@@ -11,7 +11,7 @@ from svc.compiler.check.checker import check  # noqa: F401  (the checker the pip
 from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile
 from svc.pipeline import check_modules
-from svc.runtime import stdlib
+from svc.runtime.lib import stdlib
 
 
 def lines(run, body: str) -> list[str]:
@@ -150,7 +150,7 @@ def test_a_literal_replacement_naming_a_missing_group_is_a_diagnostic():
 
 
 def test_each_literal_pattern_is_compiled_once():
-    from svc import patterns
+    from svc.rules import patterns
     first = patterns.compiled("^j5-[0-9]+$")
     assert patterns.compiled("^j5-[0-9]+$") is first
     assert stdlib.matches("j5-1", "^j5-[0-9]+$") and not stdlib.matches("j5-", "^j5-[0-9]+$")

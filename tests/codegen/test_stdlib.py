@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from svc.runtime import stdlib
+from svc.runtime.lib import stdlib
 
 
 def lines(run, body: str, prelude: str = "") -> list[str]:

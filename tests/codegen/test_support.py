@@ -6,7 +6,7 @@ import math
 import msgspec
 import pytest
 
-from svc.runtime import support as s
+from svc.runtime.lib import support as s
 
 
 class Point(msgspec.Struct, forbid_unknown_fields=True):
@@ -148,7 +148,7 @@ def test_checked_add_and_mul_match_exact_arithmetic(a, b):
 
 def test_support_imports_nothing_of_the_server():
     """Generated code calls support; the server is reached only through `serve`, which
-    generated code takes from svc.runtime.server itself."""
+    generated code takes from svc.runtime.http.server itself."""
     import ast
     import inspect
     tree = ast.parse(inspect.getsource(s))

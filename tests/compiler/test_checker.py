@@ -18,7 +18,7 @@ from svc.compiler.source import SourceFile, Span
 from svc.compiler.svctypes import (
     BOOL, ERROR, F64, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, format_type,
 )
-from svc.contract import ParamSource, ResultKind
+from svc.rules.contract import ParamSource, ResultKind
 from svc.pipeline import check_modules
 
 

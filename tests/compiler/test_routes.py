@@ -11,8 +11,8 @@ from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, F64, HTML, I32, I64, STR, UNIT, ClassRef, ListOf, Opt, ResultOf, View,
 )
-from svc.contract import PathError, ResultKind, parse_path
-from svc.contract import ParamSource as S
+from svc.rules.contract import PathError, ResultKind, parse_path
+from svc.rules.contract import ParamSource as S
 
 CLASSES = {"Task": [I64, STR], "Blob": [BYTES], "Node": [STR, ListOf(ClassRef("Node"))]}
 

@@ -395,11 +395,11 @@ def test_openapi_lists_502_for_routes_that_call_out():
     ("examples/workload/workload.svc", False), ("tests/e2e/programs/outbound.svc", True)])
 def test_the_client_library_is_loaded_only_by_programs_that_call_out(program, loaded):
     """The program is loaded and the server module imported, as `svcc run` does before
-    serving: aiohttp (and svc.runtime.outbound) are there only for the program that calls."""
-    script = ("import sys\nfrom svc import pipeline, runner\nimport svc.runtime.server\n"
+    serving: aiohttp (and svc.runtime.lib.outbound) are there only for the program that calls."""
+    script = ("import sys\nfrom svc import pipeline, runner\nimport svc.runtime.http.server\n"
               f"compiled = pipeline.compile(pipeline.Target(file={str(REPO / program)!r}))\n"
               "runner.load_namespace(compiled.code)\n"
-              "print('aiohttp' in sys.modules, 'svc.runtime.outbound' in sys.modules)\n")
+              "print('aiohttp' in sys.modules, 'svc.runtime.lib.outbound' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=120, cwd=REPO)
     assert result.returncode == 0, result.stderr

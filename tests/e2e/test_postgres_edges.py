@@ -11,7 +11,7 @@ from typing import ClassVar
 import msgspec
 
 from svc.runtime.db import close_all, db_all, db_begin, db_exec, db_one, db_open, db_rollback
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 from tests.helpers.svc_process import start
 
 

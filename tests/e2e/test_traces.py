@@ -294,10 +294,10 @@ def test_a_ratio_sampler_without_its_ratio_samples_everything_without_a_warning(
 def test_without_an_endpoint_nothing_of_opentelemetry_is_loaded():
     """The server, the database builtins and the job runner import no OpenTelemetry module
     unless tracing is on (start-up time and the request path stay as they were)."""
-    code = ("import sys; import svc.runtime.server, svc.runtime.db, svc.runtime.jobs, "
-            "svc.runtime.schedules, svc.runner; "
+    code = ("import sys; import svc.runtime.http.server, svc.runtime.db, svc.runtime.background.jobs, "
+            "svc.runtime.background.schedules, svc.runner; "
             "print([m for m in sys.modules if m.startswith(('opentelemetry', 'google.protobuf', "
-            "'requests', 'svc.runtime.otel'))])")
+            "'requests', 'svc.runtime.observability.otel'))])")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          check=True, cwd=REPO)

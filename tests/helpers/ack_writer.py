@@ -8,7 +8,7 @@ import asyncio
 import sys
 
 from svc.runtime.db import db_exec, db_open
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 
 async def main(path: str, count: int) -> None:

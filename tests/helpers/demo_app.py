@@ -18,11 +18,11 @@ try:
 except ImportError:  # pragma: no cover
     uvloop = None
 
-from svc.contract import Param, Route
-from svc.contract import ParamSource as S
-from svc.contract import ResultKind as R
-from svc.runtime.server import serve
-from svc.runtime.support import Html, SvcError, SvcFault
+from svc.rules.contract import Param, Route
+from svc.rules.contract import ParamSource as S
+from svc.rules.contract import ResultKind as R
+from svc.runtime.http.server import serve
+from svc.runtime.lib.support import Html, SvcError, SvcFault
 
 I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 I32 = Annotated[int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]

@@ -12,7 +12,7 @@ import sys
 import time
 
 from svc.runtime.db import db_migrate, db_open
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 MIGRATION_STEPS = [
     "CREATE TABLE steps_run (step BIGINT PRIMARY KEY); INSERT INTO steps_run (step) VALUES (1);",

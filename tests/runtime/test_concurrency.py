@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from svc.runtime import concurrency as cc
-from svc.runtime.support import SvcError
+from svc.runtime.lib import concurrency as cc
+from svc.runtime.lib.support import SvcError
 
 try:
     import uvloop

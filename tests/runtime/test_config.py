@@ -1,5 +1,5 @@
-"""Typed configuration in process: the value rules (svc.configuration), and a compiled program's
-`config[T]()` read at start (svc.runtime.config) from a given environment and svc.toml's
+"""Typed configuration in process: the value rules (svc.rules.config_values), and a compiled program's
+`config[T]()` read at start (svc.runtime.lib.config) from a given environment and svc.toml's
 `[config]`, every bad input a line naming the key, never an environment variable's value.
 The same through real `svcc run` processes is in tests/e2e/test_config_and_ready.py."""
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from svc.configuration import env_name, from_env, from_toml, is_secret
-from svc.contract import I32_MAX, I64_MAX, I64_MIN
+from svc.rules.config_values import env_name, from_env, from_toml, is_secret
+from svc.rules.contract import I32_MAX, I64_MAX, I64_MIN
 from svc.pipeline import Compiled, Target, compile
 from svc.runner import load_namespace
-from svc.runtime import config as runtime_config
+from svc.runtime.lib import config as runtime_config
 
 # --- the rules --------------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ def test_a_secret_with_a_bad_value_is_not_shown(tmp_path: Path) -> None:
 
 
 def test_a_class_read_nowhere_at_start_is_a_fault_not_a_crash(tmp_path: Path) -> None:
-    from svc.runtime.support import SvcFault
+    from svc.runtime.lib.support import SvcFault
 
     ns = namespace(tmp_path, None)
     with pytest.raises(SvcFault, match=r"config\[Settings\]\(\) before the configuration"):

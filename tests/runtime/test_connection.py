@@ -19,21 +19,21 @@ from dataclasses import dataclass
 
 import pytest
 
-from svc.contract import BODY_LIMIT, Param, Route
-from svc.contract import ParamSource as S
-from svc.contract import ResultKind as R
-from svc.runtime import builtin_routes
-from svc.runtime.compiled import connection
-from svc.runtime.compiled.connection import (
+from svc.rules.contract import BODY_LIMIT, Param, Route
+from svc.rules.contract import ParamSource as S
+from svc.rules.contract import ResultKind as R
+from svc.runtime.http import builtin_routes
+from svc.runtime.http import connection
+from svc.runtime.http.connection import (
     CLOSED, HANDLING, LINGERING, RECEIVING, STREAMING, TRANSITIONS, UPGRADED, WAITING, App,
     Connection,
 )
-from svc.runtime.context import request_deadline
-from svc.runtime.compiled.eager import Resumer
-from svc.runtime.compiled.routing import Router
-from svc.runtime.server import shut_down
-from svc.runtime.serverlog import ServerLog
-from svc.runtime.watchdog import SvcTimeout
+from svc.runtime.http.context import request_deadline
+from svc.runtime.http.eager import Resumer
+from svc.runtime.http.routing import Router
+from svc.runtime.http.server import shut_down
+from svc.runtime.observability.serverlog import ServerLog
+from svc.runtime.http.watchdog import SvcTimeout
 
 # --- the tiny application ---------------------------------------------------------------------
 
@@ -651,7 +651,7 @@ def test_the_phase_changes_only_in_enter():
 
     from svc import native
     # read from the source file: the module itself may be compiled (svc.native)
-    source = native.source_path("svc.runtime.compiled.connection").read_text()
+    source = native.source_path("svc.runtime.http.connection").read_text()
     assert source.count("self.phase = ") == 2  # the initial phase in __init__, and _enter
     enter = next(node for node in ast.walk(ast.parse(source))
                  if isinstance(node, ast.FunctionDef) and node.name == "_enter")

@@ -1,14 +1,14 @@
-"""CORS decisions (svc.runtime.cors) with plain values: svc.toml's `[cors]` table checked and
-turned into settings (svc.traffic), preflights allowed and refused, the fields of answers to
+"""CORS decisions (svc.runtime.traffic.cors) with plain values: svc.toml's `[cors]` table checked and
+turned into settings (svc.rules.traffic), preflights allowed and refused, the fields of answers to
 requests that are not preflights."""
 
 from __future__ import annotations
 
 import pytest
 
-from svc.runtime.cors import (PREFLIGHT_VARY, VARY_ORIGIN, Cors, actual_fields, header_names,
+from svc.runtime.traffic.cors import (PREFLIGHT_VARY, VARY_ORIGIN, Cors, actual_fields, header_names,
                               is_preflight, preflight)
-from svc.traffic import cors_problem, cors_settings
+from svc.rules.traffic import cors_problem, cors_settings
 
 APP = "https://app.example"
 
@@ -157,7 +157,7 @@ def test_the_reference_samples_of_both_tables_pass_the_checks() -> None:
     import tomllib
     from pathlib import Path
 
-    from svc.traffic import guard_limits_problem, rate_limit_problem
+    from svc.rules.traffic import guard_limits_problem, rate_limit_problem
 
     page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "http.md"
     blocks = re.findall(r"```toml\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
@@ -176,8 +176,8 @@ def test_random_tables_get_an_answer_never_an_exception() -> None:
     make a working Cors."""
     import random
 
-    from svc.traffic import CORS_KEYS, RATE_LIMIT_KEYS, rate_limit_problem, rate_limit_settings
-    from svc.runtime.rate_limit import Buckets
+    from svc.rules.traffic import CORS_KEYS, RATE_LIMIT_KEYS, rate_limit_problem, rate_limit_settings
+    from svc.runtime.traffic.rate_limit import Buckets
 
     values = [True, False, 0, 1, -1, 86400, 86401, 10**20, 0.0, 0.5, 2.5, float("inf"),
               float("nan"), "", "*", "GET", "get", "peer", "x-forwarded-for", APP,

@@ -16,11 +16,11 @@ from typing import ClassVar, Optional
 import msgspec
 import pytest
 
-from svc.contract import DB_QUEUE_SIZE
+from svc.rules.contract import DB_QUEUE_SIZE
 from svc.runtime import db as dbmod
-from svc.runtime.context import reset_request_deadline, set_request_deadline
+from svc.runtime.http.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import close_all, db_all, db_exec, db_one, db_open, set_base_directory
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 try:
     import uvloop

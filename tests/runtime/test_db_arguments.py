@@ -13,7 +13,7 @@ import pytest
 from svc.runtime.db import (BoolList, FloatList, IntList, TextList, close_all, db_all, db_begin,
                             db_commit, db_dialect, db_exec, db_one, db_open, sql_text)
 from svc.runtime.db.args import usual
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 from tests.runtime.test_db_backends import svc_class
 
 Row = svc_class("Row", ("id", "i64", False), ("name", "str", False))

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from svc.runtime.db import close_all, db_all, db_dialect, db_exec, db_one, db_open
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 #: Column types per dialect, so one table holds every svc scalar.
 TYPES = {

@@ -9,7 +9,7 @@ import pytest
 
 from svc.runtime.db.constraints import Constraint, category_of, constraint_error
 from svc.runtime.db.errors import statement_failed
-from svc.runtime.compiled.responses import error_for
+from svc.runtime.http.responses import error_for
 
 SCHEMA = [
     "PRAGMA foreign_keys = ON",

@@ -7,7 +7,7 @@ import contextvars
 
 import pytest
 
-from svc.runtime.compiled import eager
+from svc.runtime.http import eager
 
 
 def _outside_any_task(fn):

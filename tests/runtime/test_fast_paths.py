@@ -11,11 +11,11 @@ import gc
 
 import pytest
 
-from svc.contract import BODY_LIMIT
-from svc.runtime.compiled import custom_response
-from svc.runtime.compiled.protocol import HttpConnection, Reject, Request
-from svc.runtime.server import GEN0_THRESHOLD, settle_collector
-from svc.runtime.support import SvcFault
+from svc.rules.contract import BODY_LIMIT
+from svc.runtime.http import custom_response
+from svc.runtime.http.protocol import HttpConnection, Reject, Request
+from svc.runtime.http.server import GEN0_THRESHOLD, settle_collector
+from svc.runtime.lib.support import SvcFault
 
 
 def test_content_type_and_length_belong_to_their_own_request():

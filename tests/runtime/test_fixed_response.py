@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from svc.runtime.compiled import responses
-from svc.runtime.compiled.responses import TEXT, Fixed, render
+from svc.runtime.http import responses
+from svc.runtime.http.responses import TEXT, Fixed, render
 
 
 def test_keep_alive_bytes_are_reused_until_the_date_line_changes(monkeypatch):

@@ -1,4 +1,4 @@
-"""The job and schedule statements (svc.runtime.job_store) against each database: claims that
+"""The job and schedule statements (svc.runtime.background.job_store) against each database: claims that
 never overlap, even when made at once from several connections; a runner that lost its claim
 changes nothing; expired leases taken back; exactly one winner for a due scheduled run.
 Also the backoff's doubling, cap and jitter."""
@@ -9,11 +9,11 @@ import asyncio
 
 import pytest
 
-from svc.contract import Job
-from svc.runtime import job_store as store
+from svc.rules.contract import Job
+from svc.runtime.background import job_store as store
 from svc.runtime.db import close_all, db_all, db_exec, db_open
-from svc.runtime.jobs import MAX_BACKOFF_MS, backoff_ms, enqueue
-from svc.runtime.support import SvcError
+from svc.runtime.background.jobs import MAX_BACKOFF_MS, backoff_ms, enqueue
+from svc.runtime.lib.support import SvcError
 
 
 class Payload:
@@ -198,7 +198,7 @@ def test_a_payload_that_no_longer_fits_its_class_is_a_failed_run_kept_dead(tmp_p
     decode into today's class: the run fails with why, and the job ends dead, not lost."""
     import msgspec
 
-    from svc.runtime.jobs import run_jobs
+    from svc.runtime.background.jobs import run_jobs
 
     class Today(msgspec.Struct):
         n: int
@@ -220,7 +220,7 @@ def test_a_payload_that_no_longer_fits_its_class_is_a_failed_run_kept_dead(tmp_p
 def test_a_failure_whose_message_holds_a_nul_is_recorded_on_both_databases(url):
     import msgspec
 
-    from svc.runtime.jobs import run_jobs
+    from svc.runtime.background.jobs import run_jobs
 
     class Any_(msgspec.Struct):
         n: int

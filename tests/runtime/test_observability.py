@@ -18,18 +18,19 @@ import pytest
 from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from svc.contract import Param, Route
-from svc.contract import ParamSource as S
-from svc.contract import ResultKind as R
-from svc.runtime import builtin_routes, metrics, serverlog
-from svc.runtime.compiled.connection import App, Connection
-from svc.runtime.compiled.custom_response import Response as SvcResponse
-from svc.runtime.compiled.eager import running
-from svc.runtime.compiled.protocol import HttpConnection, valid_request_id
-from svc.runtime.compiled.routing import Router
-from svc.runtime.metrics_endpoint import registry_for
-from svc.runtime.serverlog import ServerLog, log_format_from_env, program_line
-from svc.runtime.support import SvcError
+from svc.rules.contract import Param, Route
+from svc.rules.contract import ParamSource as S
+from svc.rules.contract import ResultKind as R
+from svc.runtime.http import builtin_routes
+from svc.runtime.observability import metrics, serverlog
+from svc.runtime.http.connection import App, Connection
+from svc.runtime.http.custom_response import Response as SvcResponse
+from svc.runtime.http.eager import running
+from svc.runtime.http.protocol import HttpConnection, valid_request_id
+from svc.runtime.http.routing import Router
+from svc.runtime.observability.metrics_endpoint import registry_for
+from svc.runtime.observability.serverlog import ServerLog, log_format_from_env, program_line
+from svc.runtime.lib.support import SvcError
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 GENERATED_ID = re.compile(r"^[0-9a-f]{12}-\d+$")
@@ -549,7 +550,7 @@ def test_a_log_made_without_a_format_takes_it_and_the_counting_from_the_environm
 
 
 def test_the_bucket_count_is_the_number_of_bounds():
-    from svc.runtime.compiled import accesslog
+    from svc.runtime.observability import accesslog
 
     assert accesslog.BUCKET_COUNT == len(accesslog.DURATION_BUCKETS)
     assert list(accesslog.DURATION_BUCKETS) == sorted(accesslog.DURATION_BUCKETS)
@@ -563,7 +564,7 @@ def test_counts_kept_in_runs_match_every_request_counted_one_by_one():
     import random
     from collections import Counter
 
-    from svc.runtime.compiled import accesslog
+    from svc.runtime.observability import accesslog
 
     chooser = random.Random(26)
     counts = accesslog.RequestCounts()
@@ -589,7 +590,7 @@ def test_counts_kept_in_runs_match_every_request_counted_one_by_one():
 
 
 def test_made_ids_count_on_across_every_thousand():
-    from svc.runtime.compiled import accesslog
+    from svc.runtime.observability import accesslog
 
     ids = accesslog.Ids()
     made = [ids.next() for _ in range(2500)]
@@ -599,7 +600,7 @@ def test_made_ids_count_on_across_every_thousand():
 def test_json_lines_on_one_connection_reuse_their_parts_and_stay_exact():
     """The access line of each request, whether its method, target, status or route is the
     one before's or not, is the JSON object of its own fields, keys in order."""
-    from svc.runtime.compiled import accesslog
+    from svc.runtime.observability import accesslog
 
     class Pattern:
         def __init__(self, path: str) -> None:

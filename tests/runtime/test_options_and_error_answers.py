@@ -1,6 +1,6 @@
 """OPTIONS, PATCH, 405's Allow and the answers of errors that carry header fields or field
 reasons (issue 24), as bytes: a real `Connection` over an in-memory transport, no socket. And
-the error makers of svc.runtime.errors themselves, with their bad inputs."""
+the error makers of svc.runtime.lib.errors themselves, with their bad inputs."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import asyncio
 import msgspec
 import pytest
 
-from svc.contract import DEFAULT_WAIT_SECONDS, Param, ParamSource, ResultKind, Route
-from svc.runtime import builtin_routes
-from svc.runtime.compiled.connection import App, Connection
-from svc.runtime.compiled.responses import error_answer
-from svc.runtime.compiled.routing import Router
-from svc.runtime.errors import (
+from svc.rules.contract import DEFAULT_WAIT_SECONDS, Param, ParamSource, ResultKind, Route
+from svc.runtime.http import builtin_routes
+from svc.runtime.http.connection import App, Connection
+from svc.runtime.http.responses import error_answer
+from svc.runtime.http.routing import Router
+from svc.runtime.lib.errors import (
     error_fields, too_many_requests, unprocessable, with_header,
 )
-from svc.runtime.serverlog import ServerLog
-from svc.runtime.support import SvcError, SvcFault, unauthorized
-from svc.runtime.test_client import MemoryTransport
+from svc.runtime.observability.serverlog import ServerLog
+from svc.runtime.lib.support import SvcError, SvcFault, unauthorized
+from svc.runtime.http.test_client import MemoryTransport
 
 PATH, BODY = ParamSource.PATH, ParamSource.BODY
 

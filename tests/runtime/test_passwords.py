@@ -1,4 +1,4 @@
-"""hash_password / verify_password (svc.runtime.passwords): the hash format, verification with
+"""hash_password / verify_password (svc.runtime.lib.passwords): the hash format, verification with
 the parameters a hash names, the refusals of stored texts that are not such hashes, and the
 thread pool the work runs on. The end-to-end test (a server answering /health while logins
 hash) is tests/e2e/test_password_logins.py."""
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from svc.runtime import passwords
-from svc.runtime.passwords import Cost, format_hash, hash_password, parse_hash, verify_password
-from svc.runtime.support import SvcError
+from svc.runtime.lib import passwords
+from svc.runtime.lib.passwords import Cost, format_hash, hash_password, parse_hash, verify_password
+from svc.runtime.lib.support import SvcError
 
 HASH = re.compile(r"\$scrypt\$ln=14,r=8,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}")
 

@@ -6,8 +6,8 @@ the same length; these pin the answers that must not change with that.
 
 from __future__ import annotations
 
-from svc.runtime.compiled import headers
-from svc.runtime.compiled.headers import Headers, cookie, header, values
+from svc.runtime.http import headers
+from svc.runtime.http.headers import Headers, cookie, header, values
 
 FIELDS = [
     (b"Host", b"127.0.0.1"), (b"X-User", b" ada \t"), (b"Accept", b"*/*"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from svc.contract import ResultKind
-from svc.runtime.compiled.custom_response import add_header, render, respond, set_header
-from svc.runtime.support import Html, SvcFault
+from svc.rules.contract import ResultKind
+from svc.runtime.http.custom_response import add_header, render, respond, set_header
+from svc.runtime.lib.support import Html, SvcFault
 
 
 class User:

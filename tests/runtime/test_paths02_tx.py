@@ -14,12 +14,12 @@ import sqlite3
 import subprocess
 import sys
 
-from svc.contract import DB_QUEUE_SIZE
-from svc.runtime.compiled import eager
-from svc.runtime.context import reset_request_deadline, set_request_deadline
+from svc.rules.contract import DB_QUEUE_SIZE
+from svc.runtime.http import eager
+from svc.runtime.http.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import db_all, db_begin, db_commit, db_exec, db_open, db_rollback
 from svc.runtime.db import sqlite as sqlite_db
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 from tests.runtime.test_db_transactions import Row, run  # the one-column row, a fresh loop
 
 

@@ -11,12 +11,12 @@ from typing import ClassVar
 import msgspec
 import pytest
 
-from svc.runtime.compiled import eager
-from svc.runtime.context import reset_request_deadline, set_request_deadline
+from svc.runtime.http import eager
+from svc.runtime.http.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import (close_all, db_begin, db_exec, db_one, db_open, db_rollback,
                             pg_deadline, postgres)
 from svc.runtime.db.pg_pool import Pool, PoolClosed
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 
 class Pid(msgspec.Struct):

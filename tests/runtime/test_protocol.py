@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.helpers.http_testkit import request
-from svc.contract import HEAD_LIMIT
-from svc.runtime.compiled.protocol import Continue, HttpConnection, Reject, Request
+from svc.rules.contract import HEAD_LIMIT
+from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
 
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
 

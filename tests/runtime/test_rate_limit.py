@@ -1,6 +1,6 @@
-"""Rate limits (svc.runtime.rate_limit) with plain values and real processes: the token
+"""Rate limits (svc.runtime.traffic.rate_limit) with plain values and real processes: the token
 bucket's arithmetic, Retry-After's rounding, the table's bounded memory and eviction, one
-table shared by forked processes, and svc.toml's `[rate_limit]` checks (svc.traffic)."""
+table shared by forked processes, and svc.toml's `[rate_limit]` checks (svc.rules.traffic)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from svc.runtime.rate_limit import Buckets, retry_after, take
-from svc.traffic import RateLimitSettings, rate_limit_problem, rate_limit_settings
+from svc.runtime.traffic.rate_limit import Buckets, retry_after, take
+from svc.rules.traffic import RateLimitSettings, rate_limit_problem, rate_limit_settings
 
 
 def buckets(per_second: float = 2.0, burst: int = 3, clients: int = 64,
@@ -106,7 +106,7 @@ def test_a_good_table_gives_its_settings() -> None:
 def test_guard_limits_key_buckets_by_the_guards_value() -> None:
     import msgspec
 
-    from svc.runtime import gate
+    from svc.runtime.traffic import gate
 
     class User(msgspec.Struct):
         id: int
@@ -136,7 +136,7 @@ def test_guard_limits_key_buckets_by_the_guards_value() -> None:
     ({"not a name": {"requests_per_second": 1, "burst": 1}}, "not a name"),
 ])
 def test_bad_guard_limits_tables_name_the_key(table, key) -> None:
-    from svc.traffic import guard_limits_problem
+    from svc.rules.traffic import guard_limits_problem
 
     found = guard_limits_problem(table)
     assert found is not None and found[0] == key, found

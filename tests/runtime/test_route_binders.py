@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from svc.contract import Param, ParamSource
-from svc.runtime.compiled import binding
+from svc.rules.contract import Param, ParamSource
+from svc.runtime.http import binding
 
 
 def test_media_type_answers_are_remembered_but_bounded():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from svc.contract import Param, ParamSource, PathError, ResultKind, Route
-from svc.runtime.compiled.routing import BindError, Refusal, Router, is_json_media_type, parse_query
+from svc.rules.contract import Param, ParamSource, PathError, ResultKind, Route
+from svc.runtime.http.routing import BindError, Refusal, Router, is_json_media_type, parse_query
 
 PATH, QUERY = ParamSource.PATH, ParamSource.QUERY
 
@@ -134,8 +134,8 @@ def test_a_malformed_route_path_is_refused_at_startup():
 
 def test_each_route_gets_one_answer_strategy_at_startup():
     """The strategy follows the handler (plain def or coroutine function) and the built-in kinds."""
-    from svc.runtime import builtin_routes
-    from svc.runtime.compiled import answers
+    from svc.runtime.http import builtin_routes
+    from svc.runtime.http import answers
 
     def plain():
         return 1

@@ -1,12 +1,12 @@
-"""When a scheduled function is next due (svc.runtime.schedules.next_run_ms): one period later
+"""When a scheduled function is next due (svc.runtime.background.schedules.next_run_ms): one period later
 for @every; the cron expression's next match, in UTC, for @cron."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from svc.contract import Schedule
-from svc.runtime.schedules import next_run_ms, spec_of
+from svc.rules.contract import Schedule
+from svc.runtime.background.schedules import next_run_ms, spec_of
 
 
 def ms(text: str) -> int:

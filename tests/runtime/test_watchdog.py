@@ -6,9 +6,9 @@ import asyncio
 import re
 import time
 
-from svc.contract import PROCESSING_LIMIT
+from svc.rules.contract import PROCESSING_LIMIT
 from svc.process import Watchdog
-from svc.runtime.watchdog import SvcTimeout, watch_loop
+from svc.runtime.http.watchdog import SvcTimeout, watch_loop
 
 # Catastrophic backtracking: one C call that holds the GIL, like a svc handler concatenating
 # huge strings (one long copy per statement). Its time doubles with each extra "a".

@@ -85,7 +85,7 @@ class RuntimeCall:
     `call_site`, the call's `file:line` (an assertion's failure names its own line), then,
     when `tx_scope`, the calling function's list of the transactions it began (codegen
     wraps a function making such a call so that they end with it)."""
-    module: str  # of svc.runtime: "support", "stdlib", "db", "compiled.headers", ...
+    module: str  # of svc.runtime: "lib.support", "lib.stdlib", "db", "http.headers", ...
     function: str
     call_site: bool = False
     tx_scope: bool = False
@@ -158,44 +158,44 @@ def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lower
 
 BUILTINS: dict[str, Builtin] = dict([
     # general
-    _b("print(text: str)", (STR,), UNIT, "support.print_",
+    _b("print(text: str)", (STR,), UNIT, "lib.support.print_",
        "Writes the text and a newline to standard output."),
-    _b("len(x) -> i64", (SIZED,), I64, "support.len_",
+    _b("len(x) -> i64", (SIZED,), I64, "lib.support.len_",
        "The length of a str (in UTF-8 bytes), bytes, view[bytes], List or Map (its keys)."),
     _b("append(xs: List[T], value: T)", (LIST, ELEMENT), UNIT, LIST_APPEND,
        "Adds value at the end of the list xs."),
-    _b("str(x) -> str", (FORMATTABLE,), STR, "support.format_value",
+    _b("str(x) -> str", (FORMATTABLE,), STR, "lib.support.format_value",
        "An i64, i32, f64 or bool as text."),
     _b("i64(x) -> i64", (INTEGER_OR_FLOAT,), I64, NUMBER_CONVERSION,
        "Any number as an i64 (an f64 is truncated toward zero)."),
-    _b("i32(x) -> Result[i32, Error]", (INTEGER_OR_FLOAT,), ResultOf(I32), "support.to_i32",
+    _b("i32(x) -> Result[i32, Error]", (INTEGER_OR_FLOAT,), ResultOf(I32), "lib.support.to_i32",
        "Any number narrowed to i32, or an invalid error when it does not fit.", errors=INVALID),
     _b("f64(x) -> f64", (INTEGER_OR_FLOAT,), F64, NUMBER_CONVERSION, "Any number as an f64."),
-    _b("copy(x: T) -> T", (ANY,), SAME_AS_ARG, "support.copy",
+    _b("copy(x: T) -> T", (ANY,), SAME_AS_ARG, "lib.support.copy",
        "A deep copy of a value (lists and class instances are shared otherwise)."),
-    _b("parse_i64(text: str) -> Result[i64, Error]", (STR,), ResultOf(I64), "support.parse_i64",
+    _b("parse_i64(text: str) -> Result[i64, Error]", (STR,), ResultOf(I64), "lib.support.parse_i64",
        "Reads a decimal integer from text, or an invalid error.", errors=INVALID),
-    _b("env(name: str, default: str) -> str", (STR, STR), STR, "support.env",
+    _b("env(name: str, default: str) -> str", (STR, STR), STR, "lib.support.env",
        "The environment variable name, or default when it is not set."),
-    _b("config[T]() -> T", (), TYPE_ARG, "config.config",
+    _b("config[T]() -> T", (), TYPE_ARG, "lib.config.config",
        "The program's configuration as a T, read at start: each field from the environment "
        "variable SVC_CONFIG_<FIELD>, else svc.toml's [config] table.",
        type_param=CONFIG_CLASS),
-    _b("async sleep(ms: i64)", (I64,), UNIT, "support.sleep",
+    _b("async sleep(ms: i64)", (I64,), UNIT, "lib.support.sleep",
        "Waits ms milliseconds without blocking other tasks."),
-    _b("json_encode(value) -> str", (JSON,), STR, "support.json_encode",
+    _b("json_encode(value) -> str", (JSON,), STR, "lib.support.json_encode",
        "A value of a JSON type as compact JSON text."),
     _b("json_decode[T](text) -> Result[T, Error]", (TEXT,), RESULT_OF_TYPE_ARG,
-       "support.json_decode", "Decodes JSON text (str, bytes or view[bytes]) into a T, or an "
+       "lib.support.json_decode", "Decodes JSON text (str, bytes or view[bytes]) into a T, or an "
        "invalid error saying what and where.", errors=INVALID, type_param=JSON_TYPE),
     # results and errors
     _b("ok(value: T)", (OK_VALUE,), FROM_CONTEXT, UNBOXED,
        "The success of a Result, holding value (ok(()) for Result[unit, Error])."),
-    _b("error(reason: str)", (STR,), FROM_CONTEXT, "support.error",
+    _b("error(reason: str)", (STR,), FROM_CONTEXT, "lib.support.error",
        "An error of kind invalid (a 400 from a handler).", errors=INVALID),
-    _b("not_found(reason: str)", (STR,), FROM_CONTEXT, "support.not_found",
+    _b("not_found(reason: str)", (STR,), FROM_CONTEXT, "lib.support.not_found",
        "An error of kind not_found (a 404 from a handler).", errors=frozenset({"not_found"})),
-    _b("internal_error(reason: str)", (STR,), FROM_CONTEXT, "support.internal_error",
+    _b("internal_error(reason: str)", (STR,), FROM_CONTEXT, "lib.support.internal_error",
        "An error of kind internal (a 500; the reason goes to the log only).",
        errors=frozenset({"internal"})),
     _b("fail(e: Error)", (ERROR,), FROM_CONTEXT, UNBOXED,
@@ -204,169 +204,169 @@ BUILTINS: dict[str, Builtin] = dict([
        "The kind of an error: invalid, not_found, conflict, unauthorized, forbidden, "
        "unprocessable, too_many_requests, internal, database, timeout, busy or bad_gateway."),
     _b("error_message(e: Error) -> str", (ERROR,), STR, ERROR_FIELD, "The message of an error."),
-    _b("conflict(reason: str)", (STR,), FROM_CONTEXT, "support.conflict",
+    _b("conflict(reason: str)", (STR,), FROM_CONTEXT, "lib.support.conflict",
        "An error of kind conflict (a 409 from a handler).", errors=frozenset({"conflict"})),
-    _b("unauthorized(reason: str)", (STR,), FROM_CONTEXT, "support.unauthorized",
+    _b("unauthorized(reason: str)", (STR,), FROM_CONTEXT, "lib.support.unauthorized",
        "An error of kind unauthorized (a 401 from a handler).",
        errors=frozenset({"unauthorized"})),
-    _b("forbidden(reason: str)", (STR,), FROM_CONTEXT, "support.forbidden",
+    _b("forbidden(reason: str)", (STR,), FROM_CONTEXT, "lib.support.forbidden",
        "An error of kind forbidden (a 403 from a handler).", errors=frozenset({"forbidden"})),
-    # errors whose answers say more (runtime/errors.py)
+    # errors whose answers say more (runtime/lib/errors.py)
     _b("unprocessable(reason: str, fields: Map[str, str])", (STR, MapOf(STR)), FROM_CONTEXT,
-       "errors.unprocessable", "An error of kind unprocessable (a 422 from a handler) naming "
+       "lib.errors.unprocessable", "An error of kind unprocessable (a 422 from a handler) naming "
        "what is wrong with each field: {\"error\": reason, \"fields\": fields}.",
        errors=frozenset({"unprocessable"})),
     _b("too_many_requests(reason: str, retry_after_s: i64)", (STR, I64), FROM_CONTEXT,
-       "errors.too_many_requests", "An error of kind too_many_requests (a 429 from a handler) "
+       "lib.errors.too_many_requests", "An error of kind too_many_requests (a 429 from a handler) "
        "whose answer carries Retry-After: retry_after_s (0 or more).",
        errors=frozenset({"too_many_requests"})),
     _b("with_header(r: Result[T, Error], name: str, value: str) -> Result[T, Error]",
-       (RESULT_ARG, STR, STR), SAME_AS_ARG, "errors.with_header",
+       (RESULT_ARG, STR, STR), SAME_AS_ARG, "lib.errors.with_header",
        "An error result with the header field called name (any case) set to value on its "
        "answer (WWW-Authenticate on a 401, Retry-After on a 503); an ok result as it is."),
-    _b("error_fields(e: Error) -> Map[str, str]", (ERROR,), MapOf(STR), "errors.error_fields",
+    _b("error_fields(e: Error) -> Map[str, str]", (ERROR,), MapOf(STR), "lib.errors.error_fields",
        "The field reasons of an unprocessable error (a new map); empty for other errors."),
-    # text (the standard library, runtime/stdlib.py)
-    _b("trim(text: str) -> str", (STR,), STR, "stdlib.trim",
+    # text (the standard library, runtime/lib/stdlib.py)
+    _b("trim(text: str) -> str", (STR,), STR, "lib.stdlib.trim",
        "The text without Unicode whitespace at either end."),
-    _b("lower(text: str) -> str", (STR,), STR, "stdlib.lower",
+    _b("lower(text: str) -> str", (STR,), STR, "lib.stdlib.lower",
        "The text in lower case (Unicode case mapping)."),
-    _b("upper(text: str) -> str", (STR,), STR, "stdlib.upper",
+    _b("upper(text: str) -> str", (STR,), STR, "lib.stdlib.upper",
        "The text in upper case (Unicode case mapping; ß becomes SS)."),
-    _b("contains(x, part) -> bool", (STR_OR_LIST, PART), BOOL, "stdlib.contains",
+    _b("contains(x, part) -> bool", (STR_OR_LIST, PART), BOOL, "lib.stdlib.contains",
        "Whether a str holds part as a substring, a List an element == part, or a Map the "
        "key part."),
-    _b("starts_with(text: str, prefix: str) -> bool", (STR, STR), BOOL, "stdlib.starts_with",
+    _b("starts_with(text: str, prefix: str) -> bool", (STR, STR), BOOL, "lib.stdlib.starts_with",
        "Whether text begins with prefix."),
-    _b("ends_with(text: str, suffix: str) -> bool", (STR, STR), BOOL, "stdlib.ends_with",
+    _b("ends_with(text: str, suffix: str) -> bool", (STR, STR), BOOL, "lib.stdlib.ends_with",
        "Whether text ends with suffix."),
-    _b("index_of(text: str, part: str) -> i64", (STR, STR), I64, "stdlib.index_of",
+    _b("index_of(text: str, part: str) -> i64", (STR, STR), I64, "lib.stdlib.index_of",
        "Where part first occurs in text, in UTF-8 bytes as len and text[a:b] count, or -1."),
-    _b("replace(text: str, old: str, new: str) -> str", (STR, STR, STR), STR, "stdlib.replace",
+    _b("replace(text: str, old: str, new: str) -> str", (STR, STR, STR), STR, "lib.stdlib.replace",
        "Every non-overlapping old replaced by new (an empty old changes nothing)."),
-    _b("split(text: str, sep: str) -> List[str]", (STR, STR), ListOf(STR), "stdlib.split",
+    _b("split(text: str, sep: str) -> List[str]", (STR, STR), ListOf(STR), "lib.stdlib.split",
        "The pieces of text between the seps (an empty sep gives [text])."),
-    _b("join(parts: List[str], sep: str) -> str", (ListOf(STR), STR), STR, "stdlib.join",
+    _b("join(parts: List[str], sep: str) -> str", (ListOf(STR), STR), STR, "lib.stdlib.join",
        "The parts with sep between each two."),
-    _b("parse_f64(text: str) -> Result[f64, Error]", (STR,), ResultOf(F64), "stdlib.parse_f64",
+    _b("parse_f64(text: str) -> Result[f64, Error]", (STR,), ResultOf(F64), "lib.stdlib.parse_f64",
        "Reads a decimal number from text, or an invalid error (no NaN or infinities).",
        errors=INVALID),
-    _b("to_bytes(text: str) -> bytes", (STR,), BYTES, "stdlib.to_bytes",
+    _b("to_bytes(text: str) -> bytes", (STR,), BYTES, "lib.stdlib.to_bytes",
        "The UTF-8 bytes of text."),
-    _b("to_str(data) -> Result[str, Error]", (BYTES_OR_VIEW,), ResultOf(STR), "stdlib.to_str",
+    _b("to_str(data) -> Result[str, Error]", (BYTES_OR_VIEW,), ResultOf(STR), "lib.stdlib.to_str",
        "UTF-8 bytes or view[bytes] as a str, or an invalid error.", errors=INVALID),
-    # regular expressions (svc/patterns.py: RE2's syntax, linear-time matching)
+    # regular expressions (svc/rules/patterns.py: RE2's syntax, linear-time matching)
     _b("matches(text: str, pattern: str) -> bool", (STR, LITERAL_PATTERN), BOOL,
-       "stdlib.matches", "Whether the pattern (a literal) matches anywhere in text; ^...$ for "
+       "lib.stdlib.matches", "Whether the pattern (a literal) matches anywhere in text; ^...$ for "
        "the whole text."),
     _b("find_all(text: str, pattern: str) -> List[str]", (STR, LITERAL_PATTERN), ListOf(STR),
-       "stdlib.find_all", "The text of every non-overlapping match of the pattern (a literal), "
+       "lib.stdlib.find_all", "The text of every non-overlapping match of the pattern (a literal), "
        "left to right."),
     _b("replace_re(text: str, pattern: str, replacement: str) -> str",
-       (STR, LITERAL_PATTERN, STR), STR, "stdlib.replace_re",
+       (STR, LITERAL_PATTERN, STR), STR, "lib.stdlib.replace_re",
        "Every non-overlapping match of the pattern (a literal) replaced; $1, ${name} name "
        "groups, $$ is a $."),
     # lists
     _b("slice(xs: List[T], start: i64, end: i64) -> List[T]", (LIST, I64, I64), SAME_AS_ARG,
-       "stdlib.slice_",
+       "lib.stdlib.slice_",
        "A new list of the elements from start up to end, both clamped to 0..len(xs)."),
-    _b("sorted(xs: List[T]) -> List[T]", (SORTABLE_LIST,), SAME_AS_ARG, "stdlib.sorted_",
+    _b("sorted(xs: List[T]) -> List[T]", (SORTABLE_LIST,), SAME_AS_ARG, "lib.stdlib.sorted_",
        "A new list of the elements in ascending order (i64, i32, f64 or str)."),
-    _b("reversed(xs: List[T]) -> List[T]", (LIST,), SAME_AS_ARG, "stdlib.reversed_",
+    _b("reversed(xs: List[T]) -> List[T]", (LIST,), SAME_AS_ARG, "lib.stdlib.reversed_",
        "A new list of the elements in reverse order."),
     # maps (Map[str, T], a dict)
-    _b("get(m: Map[str, T], key: str) -> T?", (MAP, STR), OPT_OF_MAP_VALUE, "maps.get",
+    _b("get(m: Map[str, T], key: str) -> T?", (MAP, STR), OPT_OF_MAP_VALUE, "lib.maps.get",
        "The value stored under key, or None when the map has no such key."),
-    _b("set(m: Map[str, T], key: str, value: T)", (MAP, STR, MAP_VALUE), UNIT, "maps.set_",
+    _b("set(m: Map[str, T], key: str, value: T)", (MAP, STR, MAP_VALUE), UNIT, "lib.maps.set_",
        "Stores value under key (replacing the value there; a new key goes last)."),
-    _b("keys(m: Map[str, T]) -> List[str]", (MAP,), ListOf(STR), "maps.keys",
+    _b("keys(m: Map[str, T]) -> List[str]", (MAP,), ListOf(STR), "lib.maps.keys",
        "A new list of the map's keys, in the order they were first set."),
     # numbers
-    _b("min(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "stdlib.min_",
+    _b("min(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "lib.stdlib.min_",
        "The smaller of two numbers of one type."),
-    _b("max(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "stdlib.max_",
+    _b("max(a: T, b: T) -> T", (INTEGER_OR_FLOAT, SAME_AS_FIRST), SAME_AS_ARG, "lib.stdlib.max_",
        "The larger of two numbers of one type."),
     _b("abs(x: T) -> T", (INTEGER_OR_FLOAT,), SAME_AS_ARG, ABS_BY_TYPE,
        "The absolute value of a number; a fault for the minimum integer."),
     # time
-    _b("now_ms() -> i64", (), I64, "stdlib.now_ms",
+    _b("now_ms() -> i64", (), I64, "lib.stdlib.now_ms",
        "The current Unix time in milliseconds (UTC wall clock)."),
-    _b("rfc3339(ms: i64) -> str", (I64,), STR, "stdlib.rfc3339",
+    _b("rfc3339(ms: i64) -> str", (I64,), STR, "lib.stdlib.rfc3339",
        "A Unix time in milliseconds as RFC 3339 text in UTC, with three fraction digits."),
     _b("parse_rfc3339(text: str) -> Result[i64, Error]", (STR,), ResultOf(I64),
-       "stdlib.parse_rfc3339",
+       "lib.stdlib.parse_rfc3339",
        "RFC 3339 text (Z or an offset) as Unix milliseconds, or an invalid error.",
        errors=INVALID),
     # randomness and hashing
-    _b("uuid4() -> str", (), STR, "stdlib.uuid4", "A random UUID in lower-case canonical form."),
-    _b("random_token(n: i64) -> str", (I64,), STR, "stdlib.random_token",
+    _b("uuid4() -> str", (), STR, "lib.stdlib.uuid4", "A random UUID in lower-case canonical form."),
+    _b("random_token(n: i64) -> str", (I64,), STR, "lib.stdlib.random_token",
        "n (1 to 1024) secure random bytes as URL-safe base64 without padding."),
-    _b("sha256_hex(data) -> str", (TEXT,), STR, "stdlib.sha256_hex",
+    _b("sha256_hex(data) -> str", (TEXT,), STR, "lib.stdlib.sha256_hex",
        "The SHA-256 digest of a str, bytes or view[bytes] in lower-case hex."),
-    _b("hmac_sha256_hex(key, message) -> str", (TEXT, TEXT), STR, "stdlib.hmac_sha256_hex",
+    _b("hmac_sha256_hex(key, message) -> str", (TEXT, TEXT), STR, "lib.stdlib.hmac_sha256_hex",
        "The HMAC-SHA256 of message under key (each str, bytes or view[bytes]) in lower-case "
        "hex."),
-    _b("constant_time_eq(a: str, b: str) -> bool", (STR, STR), BOOL, "stdlib.constant_time_eq",
+    _b("constant_time_eq(a: str, b: str) -> bool", (STR, STR), BOOL, "lib.stdlib.constant_time_eq",
        "Whether a == b, in a time that does not depend on where they differ."),
-    # passwords (runtime/passwords.py: scrypt on the runtime's thread pool)
-    _b("async hash_password(password: str) -> str", (STR,), STR, "passwords.hash_password",
+    # passwords (runtime/lib/passwords.py: scrypt on the runtime's thread pool)
+    _b("async hash_password(password: str) -> str", (STR,), STR, "lib.passwords.hash_password",
        "A slow salted hash of password (scrypt, its parameters in the text) to store, made off "
        "the event loop."),
     _b("async verify_password(password: str, hash: str) -> Result[bool, Error]", (STR, STR),
-       ResultOf(BOOL), "passwords.verify_password",
+       ResultOf(BOOL), "lib.passwords.verify_password",
        "Whether password is the one hash was made from; an internal error when hash is not "
        "such a hash.", errors=frozenset({"internal"})),
-    # HTTP: request headers, responses (runtime/compiled/headers.py, custom_response.py)
+    # HTTP: request headers, responses (runtime/http/headers.py, custom_response.py)
     _b("header(h, name: str) -> str?", (HEADERS_OR_RESPONSE, STR), Opt(STR), HEADER_BY_TYPE,
        "The header field called name (any case) of a request's Headers or of a Response, "
        "several fields of one name joined with \", \", or None."),
     _b("cookie(h: Headers, name: str) -> str?", (HEADERS, STR), Opt(STR),
-       "compiled.headers.cookie", "The value of the first cookie called name in the "
+       "http.headers.cookie", "The value of the first cookie called name in the "
        "request's Cookie header(s), or None."),
     _b("respond(status: i64, body: T) -> Response[T]", (I64, RESPONSE_BODY), RESPONSE_OF_BODY,
-       "compiled.custom_response.respond",
+       "http.custom_response.respond",
        "A handler's answer with its own status (200-599) and body."),
     _b("set_header(r: Response[T], name: str, value: str)", (RESPONSE, STR, STR), UNIT,
-       "compiled.custom_response.set_header",
+       "http.custom_response.set_header",
        "Sets the one header field called name (any case) of the response."),
     _b("add_header(r: Response[T], name: str, value: str)", (RESPONSE, STR, STR), UNIT,
-       "compiled.custom_response.add_header",
+       "http.custom_response.add_header",
        "Adds one more header field called name to the response (Set-Cookie)."),
-    _b("status(r: Response[T]) -> i64", (RESPONSE,), I64, "test_client.status",
+    _b("status(r: Response[T]) -> i64", (RESPONSE,), I64, "http.test_client.status",
        "The status of a Response: the one its handler chose, or the one the server answered."),
-    _b("body(r: Response[T]) -> T", (RESPONSE,), BODY_OF_RESPONSE, "test_client.body",
+    _b("body(r: Response[T]) -> T", (RESPONSE,), BODY_OF_RESPONSE, "http.test_client.body",
        "The body of a Response[T]: its T value (the text of the answer from test_request)."),
     _b("headers_of(lines: List[str]) -> Headers", (ListOf(STR),), HEADERS,
-       "test_client.headers_of",
+       "http.test_client.headers_of",
        "A request's Headers made of \"Name: value\" lines, to pass to a handler, test_request, "
        "http_get or http_send."),
     _b("async test_request(db: Db, method: str, path: str, headers: Headers, body: str) -> "
        "Response[str]", (DB, STR, STR, HEADERS, STR), ResponseOf(STR), WITH_ROUTES,
        "The program's answer to an HTTP request, made in process through the real server path "
        "(test files only).", test_only=True),
-    # calling other services (runtime/outbound.py, on aiohttp's client)
+    # calling other services (runtime/lib/outbound.py, on aiohttp's client)
     _b("async http_get(url: str, headers: Headers) -> Result[Response[str], Error]",
-       (STR, HEADERS), ResultOf(ResponseOf(STR)), "outbound.http_get",
+       (STR, HEADERS), ResultOf(ResponseOf(STR)), "lib.outbound.http_get",
        "Sends a GET request to url (http:// or https://) with the header fields; the answer "
        "whatever its status (redirects not followed), or a timeout or bad_gateway error.",
        errors=OUTBOUND_ERRORS),
     _b("async http_send(method: str, url: str, headers: Headers, body: str) -> "
        "Result[Response[str], Error]", (STR, STR, HEADERS, STR), ResultOf(ResponseOf(STR)),
-       "outbound.http_send",
+       "lib.outbound.http_send",
        "Sends a request (GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS) with the header "
        "fields and body to url; the answer whatever its status, or a timeout or bad_gateway "
        "error.", errors=OUTBOUND_ERRORS),
     _b("http_stub(method: str, url: str, answer: Response[str])", (STR, STR, ResponseOf(STR)),
-       UNIT, "outbound.http_stub",
+       UNIT, "lib.outbound.http_stub",
        "Answers the test's later calls of method on exactly url with answer, without a "
        "connection (test files only).", test_only=True),
     # tests (`svcc test`)
-    _b("assert_true(condition: bool)", (BOOL,), UNIT, "assertions.assert_true",
+    _b("assert_true(condition: bool)", (BOOL,), UNIT, "lib.assertions.assert_true",
        "Fails the running test when condition is False.", call_site=True),
-    _b("assert_eq(left: T, right: T)", (ANY, SAME_AS_FIRST), UNIT, "assertions.assert_eq",
+    _b("assert_eq(left: T, right: T)", (ANY, SAME_AS_FIRST), UNIT, "lib.assertions.assert_eq",
        "Fails the running test when the two values differ, showing both.", call_site=True),
     # HTML
-    _b("html(text: str) -> Html", (STR,), HTML, "support.html", "Text to answer as an HTML page."),
+    _b("html(text: str) -> Html", (STR,), HTML, "lib.support.html", "Text to answer as an HTML page."),
     _b("include_text(file) -> str", (LITERAL_PATH,), STR, EMBEDDED_TEXT,
        "The text of a file (a string literal, relative to this .svc file), read when the "
        "program is compiled."),
@@ -400,7 +400,7 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async db_migrate(db: Db, steps: List[str]) -> Result[i64, Error]", (DB, ListOf(STR)),
        ResultOf(I64), "db.db_migrate", "Applies the steps not yet applied, in order, each in a "
        "transaction; how many it applied.", errors=DATABASE_ERRORS),
-    # durable jobs (runtime/jobs.py)
+    # durable jobs (runtime/background/jobs.py)
     _b("async enqueue(db: Db, job: str, payload: C) -> Result[i64, Error]",
        (DB_OR_TX, LITERAL_JOB, JOB_PAYLOAD), ResultOf(I64), ENQUEUE_JOB,
        "Queues a run of the @job named by the literal job with payload (its class), in the "
@@ -413,35 +413,35 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),
        WITH_ROUTES, "Serves the program's routes over HTTP on 127.0.0.1:port until stopped.",
        errors=INVALID),
-    # logs (runtime/serverlog.py): one line on stderr, with the request id inside a request
+    # logs (runtime/observability/serverlog.py): one line on stderr, with the request id inside a request
     _b("log_info(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
-       "serverlog.log_info", "Writes one log line at level info: the message, the fields and, "
+       "observability.serverlog.log_info", "Writes one log line at level info: the message, the fields and, "
        "inside a request, its request id (text or JSON, as SVC_LOG_FORMAT says)."),
     _b("log_warn(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
-       "serverlog.log_warn", "Writes one log line at level warn: the message, the fields and, "
+       "observability.serverlog.log_warn", "Writes one log line at level warn: the message, the fields and, "
        "inside a request, its request id."),
     _b("log_error(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
-       "serverlog.log_error", "Writes one log line at level error: the message, the fields "
+       "observability.serverlog.log_error", "Writes one log line at level error: the message, the fields "
        "and, inside a request, its request id."),
-    # runtime test functions (runtime/concurrency.py)
+    # runtime test functions (runtime/lib/concurrency.py)
     _b("async task_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "concurrency.task_demo", "A runtime self-test (tasks).", errors=DEMO_ERRORS),
+       "lib.concurrency.task_demo", "A runtime self-test (tasks).", errors=DEMO_ERRORS),
     _b("async scope_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "concurrency.scope_demo", "A runtime self-test (task scopes).", errors=DEMO_ERRORS),
+       "lib.concurrency.scope_demo", "A runtime self-test (task scopes).", errors=DEMO_ERRORS),
     _b("async actor_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "concurrency.actor_demo", "A runtime self-test (actors).", errors=DEMO_ERRORS),
+       "lib.concurrency.actor_demo", "A runtime self-test (actors).", errors=DEMO_ERRORS),
     _b("async actor_pair_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "concurrency.actor_pair_demo", "A runtime self-test (two actors).", errors=DEMO_ERRORS),
+       "lib.concurrency.actor_pair_demo", "A runtime self-test (two actors).", errors=DEMO_ERRORS),
     _b("async supervisor_demo() -> Result[i64, Error]", (), ResultOf(I64),
-       "concurrency.supervisor_demo", "A runtime self-test (supervisors).", errors=DEMO_ERRORS),
+       "lib.concurrency.supervisor_demo", "A runtime self-test (supervisors).", errors=DEMO_ERRORS),
     _b("async queue_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "concurrency.queue_demo", "A runtime self-test (queues).", errors=DEMO_ERRORS),
+       "lib.concurrency.queue_demo", "A runtime self-test (queues).", errors=DEMO_ERRORS),
 ])
 
 #: `range(n)` / `range(a, b)` is only legal as the iterable of a `for` loop, where the checker
 #: types it itself (a record could not say "one or two i64"); it compiles to Python's range.
 RANGE = "range"
-RANGE_LOWERING = RuntimeCall("support", "range_")
+RANGE_LOWERING = RuntimeCall("lib.support", "range_")
 
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",

@@ -12,7 +12,7 @@ from typing import Optional
 from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import Type
-from svc.contract import ParamSource, ResultKind
+from svc.rules.contract import ParamSource, ResultKind
 
 
 @dataclass
@@ -76,7 +76,7 @@ class RouteInfo:
     """A route of the program as the checker builds it: the method and path of a route
     attribute, the svc function that handles it, how each parameter binds, how the result is
     answered, whether the result can hold an f64 (inf and NaN are faults), and where the
-    attribute's path is written. Code generation turns it into the runtime's `svc.contract.Route`
+    attribute's path is written. Code generation turns it into the runtime's `svc.rules.contract.Route`
     (codegen/route_table.py)."""
 
     method: str
@@ -145,5 +145,5 @@ class CheckedProgram:
     config_classes: dict[str, None] = field(default_factory=dict)
     config_table: Optional[dict[str, object]] = None
     demo_routes: bool = True
-    # svc.toml's `[cors]` and `[rate_limit]` tables (svc.traffic), given to `serve` as written.
+    # svc.toml's `[cors]` and `[rate_limit]` tables (svc.rules.traffic), given to `serve` as written.
     traffic: dict[str, dict] = field(default_factory=dict)

@@ -29,16 +29,16 @@ from pathlib import Path
 
 #: The modules that are compiled: the request path, from the parser to the rendered answer.
 MODULES = (
-    "svc.runtime.compiled.protocol",
-    "svc.runtime.compiled.routing",
-    "svc.runtime.compiled.answers",
-    "svc.runtime.compiled.binding",
-    "svc.runtime.compiled.responses",
-    "svc.runtime.compiled.headers",
-    "svc.runtime.compiled.custom_response",
-    "svc.runtime.compiled.connection",
-    "svc.runtime.compiled.eager",
-    "svc.runtime.compiled.accesslog",
+    "svc.runtime.http.protocol",
+    "svc.runtime.http.routing",
+    "svc.runtime.http.answers",
+    "svc.runtime.http.binding",
+    "svc.runtime.http.responses",
+    "svc.runtime.http.headers",
+    "svc.runtime.http.custom_response",
+    "svc.runtime.http.connection",
+    "svc.runtime.http.eager",
+    "svc.runtime.observability.accesslog",
 )
 
 HERE = Path(__file__).resolve().parent

@@ -19,7 +19,7 @@ from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     STR, UNIT, UNKNOWN, ClassRef, Opt, ResultOf, Type, format_type,
 )
-from svc.contract import JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS
+from svc.rules.contract import JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
             "in", "return", "break", "continue", "pass", "match", "case", "try", "import",

@@ -26,7 +26,7 @@ from svc.compiler.svctypes import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
 )
 from svc.compiler.svctypes import ResponseOf
-from svc.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
+from svc.rules.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA = "Error"
@@ -249,7 +249,7 @@ def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
 
 def _rate_limited(program: CheckedProgram, route: RouteInfo) -> bool:
     """svc.toml's `[rate_limit]` limits every route, `[guard_limits]` the routes that run a
-    guard it names (svc.traffic)."""
+    guard it names (svc.rules.traffic)."""
     limited = program.traffic.get("guard_limits", {})
     return "rate_limit" in program.traffic or any(use.guard in limited for use in route.guards)
 

@@ -13,7 +13,7 @@ import sys
 from svc.compiler.check.routes import RESERVED_PATHS
 from svc.compiler.program import CheckedProgram, GuardUse, RouteInfo
 
-#: The built-in routes `[server] demo_routes = false` leaves out (runtime/builtin_routes.py).
+#: The built-in routes `[server] demo_routes = false` leaves out (runtime/http/builtin_routes.py).
 DEMO_PATHS = ("/stream", "/ws")
 
 

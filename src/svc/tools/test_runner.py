@@ -37,7 +37,7 @@ from svc.compiler.diagnostics import Diagnostic, escape_controls
 from svc.compiler.front.imports import TEST_SUFFIX
 from svc.compiler.program import CheckedProgram
 from svc.compiler.svctypes import UNIT, UNKNOWN, ResultOf, format_type
-from svc.runtime.support import SvcFault
+from svc.runtime.lib.support import SvcFault
 
 DEFAULT_TIMEOUT = 10.0
 #: How long after its limit a test that never awaits is interrupted by the watchdog thread
@@ -147,12 +147,12 @@ def run_tests(code: list[tuple[str, types.CodeType]], tests: list[SvcTest],
 def run_one(code: list[tuple[str, types.CodeType]], test: SvcTest, timeout: float) -> Outcome:
     """Run one test in a fresh namespace; never raises for anything the test does."""
     from svc.runner import load_namespace, read_configuration
-    from svc.runtime.support import SvcError
+    from svc.runtime.lib.support import SvcError
 
     started = time.monotonic()
     try:
         namespace = load_namespace(code)  # fresh module state for every test
-        outbound = sys.modules.get("svc.runtime.outbound")  # the program calls out
+        outbound = sys.modules.get("svc.runtime.lib.outbound")  # the program calls out
         if outbound is not None:
             outbound.begin_test()  # an empty stub table; 127.0.0.1 only
         problems = read_configuration(namespace)
@@ -197,7 +197,7 @@ async def _bounded(function: Callable[[], Any], timeout: float) -> Any:
 def _failure_lines(exc: BaseException, test: SvcTest, timeout: float) -> tuple[str, ...]:
     """What failed and where: the assertion's line; for a fault or a time-out, the innermost
     line of the test's file (and the innermost svc line when that is elsewhere)."""
-    from svc.runtime.assertions import AssertionFailed
+    from svc.runtime.lib.assertions import AssertionFailed
 
     if isinstance(exc, AssertionFailed):
         return (f"{exc.where}: {exc.headline}", *(f"  {d}" for d in exc.details))

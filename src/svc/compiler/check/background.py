@@ -15,7 +15,7 @@ from svc.compiler.front import syntax
 from svc.compiler.program import FunctionInfo, JobInfo, ScheduleInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import DB, UNIT, UNKNOWN, ClassRef, ResultOf, Type, format_type
-from svc.contract import (
+from svc.rules.contract import (
     JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, JOB_NAME, MAX_ATTEMPTS, MAX_DURATION_MS,
     MIN_PERIOD_MS, SCHEDULE_DEADLINE_MS, duration_ms,
 )

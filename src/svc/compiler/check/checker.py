@@ -24,7 +24,7 @@ from svc.compiler.builtin_table import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import CheckedProgram, ClassInfo, FunctionInfo
 from svc.compiler.source import Span
-from svc.contract import RECURSION_LIMIT
+from svc.rules.contract import RECURSION_LIMIT
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, NONE, STR, TX, UNIT, UNKNOWN, ClassRef, ListOf,
     Opt, ResultOf, Type, View, contains_tx, contains_view, format_type,

@@ -1,6 +1,6 @@
 """The classes `config[T]()` reads (docs/reference/builtins.md, `config`): the rule for `T`,
 the fields' run-time descriptions, and the check of `svc.toml`'s `[config]` table against
-them (svc.configuration has the rules values are read by).
+them (svc.rules.config_values has the rules values are read by).
 
 - `T` is a class whose fields are `i64`, `i32`, `f64`, `bool`, `str`, enums or `T?` of
   those, and no two of its fields read one environment variable (`a` and `A`).
@@ -15,7 +15,7 @@ from svc.compiler.check.context import suggest
 from svc.compiler.program import CheckedProgram
 from svc.compiler.svctypes import BOOL, F64, I32, I64, STR, ClassRef, EnumRef, Opt, Type, \
     format_type
-from svc.configuration import FieldSpec, env_name, from_toml
+from svc.rules.config_values import FieldSpec, env_name, from_toml
 
 _KINDS: dict[Type, str] = {I64: "i64", I32: "i32", F64: "f64", BOOL: "bool", STR: "str"}
 

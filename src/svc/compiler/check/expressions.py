@@ -22,7 +22,7 @@ from svc.compiler.svctypes import (
     BOOL, BYTES, F64, I32, I64, NONE, NUMBERS, STR, UNIT, UNKNOWN, ClassRef, EnumRef, ListOf, Opt,
     ResultOf, Type, View, contains_tx, contains_view, format_type, is_json_type,
 )
-from svc.contract import I32_MAX, I32_MIN
+from svc.rules.contract import I32_MAX, I32_MIN
 
 ARITHMETIC = ("+", "-", "*", "/", "%")
 EQUALITY = ("==", "!=")

@@ -23,7 +23,7 @@ from svc.compiler.front import syntax
 from svc.compiler.program import FunctionInfo, GuardUse, ParamInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import DB, HEADERS, UNIT, UNKNOWN, ClassRef, ResultOf, Type, format_type
-from svc.contract import ParamSource
+from svc.rules.contract import ParamSource
 
 Report = Callable[[str, Span], None]
 #: The names the wrapper gives a Headers or Db that only the guards take.

@@ -4,7 +4,7 @@
 passed to functions but never stored in a class field or a list, nor returned. `Response[T]`
 is a handler's answer with its own status and header fields; its T is anything a plain
 handler may answer (a JSON type, `Html` or `unit`). What the server refuses at run time
-(`svc.contract.status_problem`, `header_problem`) is a compile error when it is written as a
+(`svc.rules.contract.status_problem`, `header_problem`) is a compile error when it is written as a
 literal, so most mistakes never reach a running server.
 
 The functions take what they work on as arguments (the `CheckContext`, or the `CallChecker`
@@ -21,12 +21,12 @@ from svc.compiler.svctypes import (
     HEADERS, HTML, UNKNOWN, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
     format_type, is_json_type,
 )
-from svc.contract import (
+from svc.rules.contract import (
     error_header_problem, header_line_problem, header_problem, header_value_problem,
     method_problem, retry_after_problem, status_problem, target_problem,
 )
-from svc.http_client_rules import method_problem as outbound_method_problem
-from svc.http_client_rules import url_problem
+from svc.rules.outbound_calls import method_problem as outbound_method_problem
+from svc.rules.outbound_calls import url_problem
 
 #: The type names this module resolves.
 TYPE_NAMES = HTTP_TYPE_NAMES
@@ -185,7 +185,7 @@ OUTBOUND = {"http_get": (-1, 0), "http_send": (0, 1), "http_stub": (0, 1)}
 
 def _check_outbound_literals(calls, call: syntax.Call) -> None:
     """`http_send("FETCH", "ftp://x", ...)`: a literal method or URL the client would refuse
-    at run time (svc.http_client_rules) is refused now."""
+    at run time (svc.rules.outbound_calls) is refused now."""
     for index, problem_of in zip(OUTBOUND[call.target or ""], (outbound_method_problem,
                                                                url_problem)):
         literal = call.args[index] if 0 <= index < len(call.args) else None

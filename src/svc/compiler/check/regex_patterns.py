@@ -3,7 +3,7 @@
 
 A pattern is checked (and so compiled) when the program is compiled: an invalid pattern is a
 diagnostic that points at the fault inside the literal, never a run-time error. The dialect is
-RE2's (svc/patterns.py), which matches in linear time, so no valid pattern can hang a request.
+RE2's (svc/rules/patterns.py), which matches in linear time, so no valid pattern can hang a request.
 A literal `replace_re` replacement that names a group the pattern does not have is an error
 too (at run time such a group would only be empty).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svc import patterns
+from svc.rules import patterns
 from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import STR, Type

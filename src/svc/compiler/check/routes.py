@@ -3,7 +3,7 @@
 Works on checked declarations only (FunctionInfo with resolved parameter types), so the rules
 are testable without a parser. Every rule's error is reported at the attribute's path string,
 and names the handler, the parameter or the conflicting route. Paths are read by
-`svc.contract.parse_path`, the grammar the router reads them with too.
+`svc.rules.contract.parse_path`, the grammar the router reads them with too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from svc.compiler.svctypes import (
     BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResponseOf,
     ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
 )
-from svc.contract import ParamSource, PathError, ResultKind, parse_path
+from svc.rules.contract import ParamSource, PathError, ResultKind, parse_path
 
 #: Paths the server answers itself (docs/reference/http.md, built-in routes); no handler may
 #: take them, whatever the method (docs/decisions.md).

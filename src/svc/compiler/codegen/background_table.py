@@ -1,7 +1,7 @@
 """The job and schedule tables as generated code, in the entry module:
 `_svc_JOBS = [Job(...), ...]` and `_svc_SCHEDULES = [Schedule(...), ...]`, which `serve`
-receives beside the route list and hands to the runtime's runners (svc.runtime.jobs,
-svc.runtime.schedules). Each names the handler's Python function; a job also its payload
+receives beside the route list and hands to the runtime's runners (svc.runtime.background.jobs,
+svc.runtime.background.schedules). Each names the handler's Python function; a job also its payload
 class, which the runner decodes the stored JSON into.
 """
 
@@ -13,7 +13,7 @@ from typing import Callable
 from svc.compiler import svctypes as T
 from svc.compiler.program import JobInfo, ScheduleInfo
 
-#: `name` → an expression for a name of svc.contract (imported by the generated module).
+#: `name` → an expression for a name of svc.rules.contract (imported by the generated module).
 ContractName = Callable[[str], ast.expr]
 
 

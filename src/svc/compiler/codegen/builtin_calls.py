@@ -86,7 +86,7 @@ def _sql_lists(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> list[ast
 def runtime_call(gen: Generator, target: B.RuntimeCall, e: syntax.Call,
                  args: list[ast.expr]) -> ast.expr:
     """`function(type argument, arguments, call site)`, as the record says."""
-    if target.module == "support":
+    if target.module == "lib.support":
         function: ast.expr = gen.rt(target.function)
     else:
         function = gen.runtime(target.module, target.function)
@@ -132,20 +132,20 @@ def _abs_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
     arg_type = e.args[0].type
     if arg_type is None or arg_type not in _ABS:
         raise CodegenError(f"abs of a {arg_type}")
-    return _call(gen.runtime("stdlib", _ABS[arg_type]), args)
+    return _call(gen.runtime("lib.stdlib", _ABS[arg_type]), args)
 
 
 #: The builtins that also get tables of the entry module: the function each calls, and which.
-_TABLE_USERS = {"serve": ("server", "serve", (ROUTES, JOBS, SCHEDULES)),
-                "test_request": ("test_client", "test_request", (ROUTES,)),
-                "run_jobs": ("jobs", "run_jobs", (JOBS,))}
+_TABLE_USERS = {"serve": ("http.server", "serve", (ROUTES, JOBS, SCHEDULES)),
+                "test_request": ("http.test_client", "test_request", (ROUTES,)),
+                "run_jobs": ("background.jobs", "run_jobs", (JOBS,))}
 
 
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`serve(db, port)` also gets the entry module's route, job and schedule tables;
     `test_request(...)` its routes, `run_jobs(db)` its jobs; the first two `demo_routes=False`
     when svc.toml's `[server] demo_routes = false` leaves out /stream and /ws, and `serve` its
-    `[cors]` and `[rate_limit]` tables as `traffic` (svc.traffic)."""
+    `[cors]` and `[rate_limit]` tables as `traffic` (svc.rules.traffic)."""
     module, function, tables = _TABLE_USERS[e.target or ""]
     keywords = []
     if not gen.program.demo_routes and function != "run_jobs":  # svc.toml switched them off
@@ -166,15 +166,15 @@ def _enqueue_job(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
     job = gen.program.jobs.get(getattr(e.args[1], "value", ""))
     if job is None:
         raise CodegenError("enqueue of a job the checker did not find")
-    return _call(gen.runtime("jobs", "enqueue"),
+    return _call(gen.runtime("background.jobs", "enqueue"),
                  args + [ast.Constant(job.attempts), ast.Constant(job.deadline_ms)])
 
 
 def _header_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`header(h, name)` reads a request's Headers; `header(r, name)` a Response's fields."""
     if isinstance(e.args[0].type, T.ResponseOf):
-        return _call(gen.runtime("test_client", "response_header"), args)
-    return _call(gen.runtime("compiled.headers", "header"), args)
+        return _call(gen.runtime("http.test_client", "response_header"), args)
+    return _call(gen.runtime("http.headers", "header"), args)
 
 
 SPECIAL_FORMS: dict[B.SpecialForm,

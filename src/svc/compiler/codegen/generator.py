@@ -7,8 +7,8 @@ call with what it calls, so nothing here guesses.
 
 Shape of a generated module (all modules run in one shared namespace, in load order):
 
-    from svc.runtime.support import add64 as _svc_add64, ...   # only the names used
-    from svc.contract import Route as _svc_Route, ...           # entry module, with routes
+    from svc.runtime.lib.support import add64 as _svc_add64, ...   # only the names used
+    from svc.rules.contract import Route as _svc_Route, ...           # entry module, with routes
     class Task(_svc_Struct, forbid_unknown_fields=True): ...    # one per svc class
     async def get_task(db, id): ...                              # one per svc function
     _svc_ROUTES = [_svc_Route(...), ...]                         # entry module only
@@ -39,7 +39,7 @@ from svc.compiler.codegen.fstrings import fstring
 from svc.compiler.front import syntax
 from svc.compiler import svctypes as T
 from svc.compiler.program import CheckedProgram, ClassInfo
-from svc.contract import INT_RANGES
+from svc.rules.contract import INT_RANGES
 
 #: svc scalar type → how it is named in generated annotations (support aliases).
 _TYPE_NAMES = {
@@ -170,10 +170,10 @@ class _ModuleGen:
         out: list[ast.stmt] = []
         if self.support:
             names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.support)]
-            out.append(ast.ImportFrom(module="svc.runtime.support", names=names, level=0))
+            out.append(ast.ImportFrom(module="svc.runtime.lib.support", names=names, level=0))
         if self.contract:
             names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.contract)]
-            out.append(ast.ImportFrom(module="svc.contract", names=names, level=0))
+            out.append(ast.ImportFrom(module="svc.rules.contract", names=names, level=0))
         for mod in sorted(self.runtime_modules):
             package, _, leaf = f"svc.runtime.{mod}".rpartition(".")
             out.append(ast.ImportFrom(module=package, names=[
@@ -186,12 +186,12 @@ class _ModuleGen:
         return _name(PREFIX + name)
 
     def contract_name(self, name: str) -> ast.Name:
-        """A name of svc.contract (the route description), imported as `_svc_<name>`."""
+        """A name of svc.rules.contract (the route description), imported as `_svc_<name>`."""
         self.contract.add(name)
         return _name(PREFIX + name)
 
     def runtime(self, module: str, attr: str) -> ast.Attribute:
-        """`svc.runtime.<module>.<attr>` (module may be dotted: `compiled.headers`), imported
+        """`svc.runtime.<module>.<attr>` (module may be dotted: `http.headers`), imported
         only by modules that use it, as `_svc_<last part of module>`."""
         self.runtime_modules.add(module)
         leaf = module.rpartition(".")[2]
@@ -377,7 +377,7 @@ class _ModuleGen:
         function = "slice_text" if e.value.type == T.STR else "slice_"
         start = ast.Constant(0) if e.start is None else self.expr(e.start)
         end = ast.Constant(None) if e.end is None else self.expr(e.end)
-        return _call(self.runtime("stdlib", function), [self.expr(e.value), start, end])
+        return _call(self.runtime("lib.stdlib", function), [self.expr(e.value), start, end])
 
     def expr_FString(self, e: syntax.FString) -> ast.expr:
         return fstring(e, self.expr)
@@ -479,7 +479,7 @@ class _ModuleGen:
             if route.guards:
                 limited = frozenset(self.program.traffic.get("guard_limits", {}))
                 fn = guard_calls.wrapper(route, index, self.callee, self.rt("SvcError"), limited,
-                                         self.runtime("gate", "guard_limit") if limited else None)
+                                         self.runtime("traffic.gate", "guard_limit") if limited else None)
                 here = route.span if route.span.file == self.module.path else None
                 out.append(_located(fn, here) if here is not None else fn)
                 names[id(route)] = guard_calls.wrapper_name(index)
@@ -521,7 +521,7 @@ class _ModuleGen:
 
     def config_table(self) -> ast.stmt:
         """`_svc_CONFIG = (svc.toml's [config] or None, ((Class, "Class", fields), ...))`,
-        read by svc.runtime.config before `main` (its values are TOML scalars)."""
+        read by svc.runtime.lib.config before `main` (its values are TOML scalars)."""
         table = self.program.config_table
         table_node: ast.expr = ast.Constant(None) if table is None else ast.Dict(
             keys=[ast.Constant(k) for k in table],

@@ -14,7 +14,7 @@ handler and every guard have a plain-def twin or are plain functions, else an `a
 The `_svc_gv<i>` locals are the one place the guards' Ok values live during a request.
 
 A guard with a limit in svc.toml's `[guard_limits]` is followed by its check, which answers
-429 (an Err) once that value's bucket is empty (svc.runtime.gate.guard_limit):
+429 (an Err) once that value's bucket is empty (svc.runtime.traffic.gate.guard_limit):
 
         _svc_gl0 = _svc_gate.guard_limit("require_user", _svc_gv0)
         if _svc_gl0 is not None:
@@ -47,7 +47,7 @@ def guard_value(index: int) -> str:
 def wrapper(route: RouteInfo, index: int, callee: Callee, svc_error: ast.expr,
             limited: frozenset[str] = frozenset(), limiter: ast.expr | None = None) -> ast.stmt:
     """The function that runs `route`'s guards, then its handler; after each guard named in
-    `limited`, a call of `limiter` (svc.runtime.gate.guard_limit) with its value."""
+    `limited`, a call of `limiter` (svc.runtime.traffic.gate.guard_limit) with its value."""
     args = [f"{PREFIX}a{i}" for i in range(len(route.params))]
     by_name = {p.name: a for p, a in zip(route.params, args)}
     plain = all(callee(g.guard)[1] for g in route.guards) and callee(route.handler)[1]

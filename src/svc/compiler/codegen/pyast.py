@@ -20,7 +20,7 @@ ROUTES = PREFIX + "ROUTES"
 JOBS = PREFIX + "JOBS"
 SCHEDULES = PREFIX + "SCHEDULES"
 #: The entry module's configuration table, when the program calls `config[T]()`
-#: (svc.runtime.config reads it before `main`).
+#: (svc.runtime.lib.config reads it before `main`).
 CONFIG = PREFIX + "CONFIG"
 
 #: A function's list of the transactions it began (`db_begin` adds to it); they end with it.

@@ -1,9 +1,9 @@
 """The route table as generated code: `_svc_ROUTES = [Route(...), ...]` in the entry module.
 
 Each route of the checked program (`RouteInfo`, in svc types and names) becomes a
-`svc.contract.Route` call naming the handler's Python function, its `Param`s and its
+`svc.rules.contract.Route` call naming the handler's Python function, its `Param`s and its
 `ResultKind`: the runtime's description, which the router reads at start-up. Parameter types
-become what the router converts to (see `svc.contract.Param`).
+become what the router converts to (see `svc.rules.contract.Param`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Callable
 
 from svc.compiler import svctypes as T
 from svc.compiler.program import ParamInfo, RouteInfo
-from svc.contract import ParamSource
+from svc.rules.contract import ParamSource
 
-#: `name` → an expression for a name of svc.contract (imported by the generated module).
+#: `name` → an expression for a name of svc.rules.contract (imported by the generated module).
 ContractName = Callable[[str], ast.expr]
 
 

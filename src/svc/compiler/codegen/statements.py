@@ -137,7 +137,7 @@ class StatementGen:
         var = _located(_store(self.gen.local(s.var)), s.var_span)
         iterable = self.gen.expr(s.iter)
         if s.iter_kind == "map":  # the keys when the loop starts: the body may set new ones
-            iterable = ast.Call(func=self.gen.runtime("maps", "keys"), args=[iterable],
+            iterable = ast.Call(func=self.gen.runtime("lib.maps", "keys"), args=[iterable],
                                 keywords=[])
         return [ast.For(target=var, iter=iterable, body=self.block(s.body), orelse=[])]
 

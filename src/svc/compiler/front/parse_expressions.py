@@ -13,7 +13,7 @@ from typing import cast
 from svc.compiler.front import syntax
 from svc.compiler.front.lexer import Token
 from svc.compiler.front.parse_cursor import ParseError, TokenCursor
-from svc.contract import I64_MAX
+from svc.rules.contract import I64_MAX
 
 COMPARISONS = frozenset(("==", "!=", "<", ">", "<=", ">="))
 #: Binary operators in one outermost expression. A chain `a + b + ...` is parsed in a loop

@@ -15,7 +15,7 @@ from svc.compiler.front.lexer import KEYWORDS, Token, tokenize
 from svc.compiler.front.parse_cursor import ParseError
 from svc.compiler.front.parse_expressions import EXPR_START, ExpressionParser
 from svc.compiler.source import SourceFile, Span
-from svc.contract import RECURSION_LIMIT
+from svc.rules.contract import RECURSION_LIMIT
 
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "patch": "PATCH", "delete": "DELETE"}
 #: The attributes of functions run outside requests (durable jobs and schedules).

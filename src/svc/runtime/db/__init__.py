@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import sys
 
-from svc.runtime import tracing
+from svc.runtime.observability import tracing
 from svc.runtime.db import postgres, sql_text, sqlite
 from svc.runtime.db.args import (BoolList, FloatList, IntList, TextList, nul_refused, usual,
                                  without_views)
@@ -27,7 +27,7 @@ from svc.runtime.db.rows import RowMismatch
 from svc.runtime.db.sqlite import BUSY_TIMEOUT_SECONDS, resolve_path, set_base_directory
 from svc.runtime.db.transactions import (db_begin, db_commit, db_rollback, end_transactions,
                                          refuse_if_held)
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "BoolList", "Db", "FloatList", "IntList", "RowMismatch",
            "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit", "db_dialect",
@@ -82,7 +82,7 @@ async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
         sql, args = ready
     if tracing.active is None:
         result = await db._submit(EXEC, sql, args, None)
-    else:  # a client span around it (svc.runtime.otel)
+    else:  # a client span around it (svc.runtime.observability.otel)
         result = await tracing.active.statement(db, EXEC, sql, args, None)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
@@ -102,7 +102,7 @@ async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
         sql, args = ready
     if tracing.active is None:
         result = await db._submit(ALL, sql, args, cls)
-    else:  # a client span around it (svc.runtime.otel)
+    else:  # a client span around it (svc.runtime.observability.otel)
         result = await tracing.active.statement(db, ALL, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
@@ -122,7 +122,7 @@ async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | Svc
         sql, args = ready
     if tracing.active is None:
         result = await db._submit(ONE, sql, args, cls)
-    else:  # a client span around it (svc.runtime.otel)
+    else:  # a client span around it (svc.runtime.observability.otel)
         result = await tracing.active.statement(db, ONE, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
@@ -144,13 +144,13 @@ def close_all() -> None:
 
 
 def open_database_paths() -> list[str]:
-    """The path of every open database; the worker supervisor (svc.runtime.workers) refuses
+    """The path of every open database; the worker supervisor (svc.runtime.http.workers) refuses
     more than one worker while an in-memory one is open (each worker would see its own)."""
     return sqlite.open_paths()
 
 
 async def reopen_after_fork() -> SvcError | None:
-    """Called first thing in each worker process (svc.runtime.workers), on the worker's event
+    """Called first thing in each worker process (svc.runtime.http.workers), on the worker's event
     loop: every handle `main` opened gets fresh connections of the worker's own (an SQLite
     thread, a PostgreSQL pool); nothing is shared across a fork. A database that cannot be
     reopened is the error returned."""

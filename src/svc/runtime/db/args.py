@@ -24,7 +24,7 @@ import json
 import math
 
 from svc.runtime.db.errors import shorten
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 
 class SqlList(tuple):

@@ -10,7 +10,7 @@ an SQLite job may run later), a str never holding a NUL.
 
 from __future__ import annotations
 
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 #: Job operations: run a statement for its change count, or a query for all rows or one;
 #: run several statements (a migration step); begin, commit or roll back a transaction.

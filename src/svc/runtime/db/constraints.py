@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 
 class Constraint(Enum):

@@ -9,7 +9,7 @@ back to break a deadlock or a serialization conflict (`rolled_back_to_retry`).
 from __future__ import annotations
 
 from svc.runtime.db import constraints
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 
 def shutting_down() -> SvcError:

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.transactions import refuse_if_held
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 _TABLE = ("CREATE TABLE IF NOT EXISTS svc_migrations (step BIGINT PRIMARY KEY, "
           "hash TEXT NOT NULL, applied_at TEXT NOT NULL)")
@@ -70,7 +70,7 @@ async def db_migrate(db: Db, steps: list[str]) -> int | SvcError:
 async def begin_locked(db: Db, pg_lock_key: int) -> Tx | SvcError:
     """A transaction holding a lock that serializes it with other processes (waiting for
     theirs): SQLite's write lock, or on PostgreSQL the advisory lock `pg_lock_key`. Migrations
-    take it; so does making the job tables (svc.runtime.job_store)."""
+    take it; so does making the job tables (svc.runtime.background.job_store)."""
     give_up = time.monotonic() + _LOCK_PATIENCE_SECONDS
     while True:
         tx = await db._begin()

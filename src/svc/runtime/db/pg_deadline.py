@@ -20,7 +20,7 @@ from __future__ import annotations
 # running loop (a getpid system call on Python 3.11), see `watch`.
 from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
 
-from svc.runtime.context import request_deadline_var
+from svc.runtime.http.context import request_deadline_var
 
 #: Seconds between two looks at the statements in flight.
 SWEEP_SECONDS = 0.05

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
-from svc.runtime import metrics
+from svc.runtime.observability import metrics
 
 #: Seconds between sweeps of idle connections; one unused for a whole period is closed.
 IDLE_SECONDS = 60.0

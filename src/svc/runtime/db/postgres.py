@@ -32,7 +32,7 @@ from svc.runtime.db.errors import several_statements, shorten, shutting_down, st
 from svc.runtime.db.pg_deadline import gave_up, unwatch, watch
 from svc.runtime.db.pg_pool import Pool
 from svc.runtime.db.rows import RowMapper, RowMismatch, mapper
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 try:
     import asyncpg
@@ -372,7 +372,7 @@ _left_by_parent: list = []
 
 
 async def reopen_after_fork() -> SvcError | None:
-    """In a worker process (svc.runtime.workers), on its own event loop: every handle gets a
+    """In a worker process (svc.runtime.http.workers), on its own event loop: every handle gets a
     pool of its own. The parent's pools are left untouched: their sockets are the parent's
     sessions, and closing them from here would also change the parent's event loop."""
     for db in list(_pools.values()):

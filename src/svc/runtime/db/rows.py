@@ -14,7 +14,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from svc.contract import I32_MAX, I32_MIN
+from svc.rules.contract import I32_MAX, I32_MIN
 
 
 class RowMismatch(Exception):

@@ -28,7 +28,7 @@ from typing import Callable
 
 from svc.runtime.db.args import SqlList
 from svc.runtime.db.errors import shorten
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 #: Rewritten texts by original and argument types; bounded by the program's distinct SQL

@@ -2,7 +2,7 @@
 
 Why a thread: `sqlite3` calls block (file locks, fsync), and the event loop must never block.
 Each `Db` owns one connection that only its own thread touches. The event loop hands jobs to
-that thread through a queue of at most `DB_QUEUE_SIZE` (64, from svc.contract) waiting jobs,
+that thread through a queue of at most `DB_QUEUE_SIZE` (64, from svc.rules.contract) waiting jobs,
 while the thread may be running one more batch; a caller that finds it full waits
 asynchronously, in arrival order, and gives up with `busy` (503) when its request's
 processing deadline passes.
@@ -42,15 +42,15 @@ import threading
 from collections import deque
 from queue import SimpleQueue
 
-from svc.contract import DB_QUEUE_SIZE
-from svc.runtime import metrics
-from svc.runtime.context import request_deadline
+from svc.rules.contract import DB_QUEUE_SIZE
+from svc.runtime.observability import metrics
+from svc.runtime.http.context import request_deadline
 from svc.runtime.db import sqlite_tx
 from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
 from svc.runtime.db.errors import several_statements, statement_failed
 from svc.runtime.db.errors import shutting_down as _shutting_down
 from svc.runtime.db.rows import RowMismatch, mapper
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 #: How long a statement waits for another connection's lock before failing.
 BUSY_TIMEOUT_SECONDS = 2.0
@@ -387,7 +387,7 @@ def close_all() -> None:
             db._thread.join()
 
 
-# --- worker processes (svc.runtime.workers) --------------------------------------------------
+# --- worker processes (svc.runtime.http.workers) --------------------------------------------------
 
 def open_paths() -> list[str]:
     """The path of every open database (`:memory:` for each in-memory one)."""

@@ -28,12 +28,12 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from svc.runtime import tracing
-from svc.runtime.context import request_deadline
+from svc.runtime.observability import tracing
+from svc.runtime.http.context import request_deadline
 from svc.runtime.db.base import COMMIT, OPEN, ROLLBACK, Db, Tx
 from svc.runtime.db.sqlite import SqliteDb
 from svc.runtime.db.sqlite_tx import SqliteTx
-from svc.runtime.support import SvcError
+from svc.runtime.lib.support import SvcError
 
 _RETURNED = "the function that began it returned without db_commit"
 _FAILED = "the function that began it failed before db_commit"

@@ -1,0 +1,222 @@
+"""svc.toml's `[cors]` and `[rate_limit]` tables: their keys, the checks every command makes
+on them (svc.project, reported at the key like any svc.toml problem), and the plain settings
+the server is built with (svc.runtime.traffic.gate).
+
+    [cors]
+    allow_origins = ["https://app.example"]   # required; or ["*"] (any origin)
+    allow_methods = ["GET", "POST"]           # default ["*"]: any method a route serves
+    allow_headers = ["Content-Type"]          # default []; ["*"]: any header
+    expose_headers = ["X-Request-Id"]         # default []
+    allow_credentials = true                  # default false; never with allow_origins ["*"]
+    max_age = 600                             # seconds a preflight is cached; default: unsaid
+
+    [rate_limit]
+    requests_per_second = 5.0                 # required: the refill rate of each bucket
+    burst = 10                                # required: the bucket's size
+    client = "peer"                           # or "x-forwarded-for" (behind a local proxy)
+    clients = 65536                           # buckets kept (bounded memory)
+
+    [guard_limits.require_user]               # a bucket per value of the guard require_user
+    requests_per_second = 1.0                 # (per user, when it gives the user)
+    burst = 5
+
+Plain data and functions only, like svc.rules.config_values: the compiler checks the tables, the
+generated program carries them as literals, and the runtime turns them into settings with
+`cors_settings` and `rate_limit_settings` (which trust a table that passed the checks).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from svc.rules.config_values import toml_type
+
+#: `[cors]` keys and what each holds (for messages).
+CORS_KEYS = {
+    "allow_origins": "an array of origins like \"https://app.example\", or [\"*\"]",
+    "allow_methods": "an array of methods like \"GET\", or [\"*\"]",
+    "allow_headers": "an array of header names, or [\"*\"]",
+    "expose_headers": "an array of header names",
+    "allow_credentials": "true or false",
+    "max_age": "a whole number of seconds from 0 to 86400",
+}
+#: `[rate_limit]` keys and what each holds.
+RATE_LIMIT_KEYS = {
+    "requests_per_second": "a number above 0 (tokens added to a client's bucket per second)",
+    "burst": "a whole number from 1 to 1000000 (the bucket's size)",
+    "client": "\"peer\" or \"x-forwarded-for\"",
+    "clients": "a whole number from 16 to 16777216 (client buckets kept at most)",
+}
+#: How a client is told apart: the connection's peer address, or the last address of the
+#: last X-Forwarded-For field (what a proxy in front of the server appended).
+CLIENT_KINDS = ("peer", "x-forwarded-for")
+DEFAULT_CLIENTS = 65536
+#: Browsers cap a preflight's cache anyway (Chromium at 2 hours, Firefox at 24).
+MAX_AGE_LIMIT = 86400
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", re.ASCII)
+_ORIGIN = re.compile(r"[a-z][a-z0-9+\-.]*://(\[[0-9a-f:.]+\]|[a-z0-9\-.]+)(:[0-9]{1,5})?",
+                     re.ASCII)
+
+
+@dataclass(frozen=True)
+class CorsSettings:
+    origins: tuple[str, ...]  # ("*",) for any
+    methods: tuple[str, ...]  # ("*",) for any the routes serve
+    headers: tuple[str, ...]  # lower case; ("*",) for any
+    expose: tuple[str, ...]
+    credentials: bool
+    max_age: int | None
+
+
+@dataclass(frozen=True)
+class RateLimitSettings:
+    per_second: float
+    burst: int
+    client: str  # one of CLIENT_KINDS
+    clients: int
+
+
+def cors_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first problem of a `[cors]` table, or None."""
+    for key, value in table.items():
+        if key not in CORS_KEYS:
+            return key, f"unknown key '{key}' in svc.toml [cors] (allowed: {', '.join(CORS_KEYS)})"
+        problem = _cors_value_problem(key, value)
+        if problem is not None:
+            return key, f"'{key}' in svc.toml [cors] {problem}"
+    if "allow_origins" not in table:
+        return "cors", ("svc.toml [cors] has no 'allow_origins' (write: allow_origins = "
+                        "[\"https://app.example\"])")
+    if table.get("allow_credentials") is True and "*" in table["allow_origins"]:
+        return "allow_origins", ("'allow_origins' in svc.toml [cors] cannot be [\"*\"] with "
+                                 "allow_credentials = true (browsers refuse credentials with "
+                                 "a wildcard origin): list the origins")
+    return None
+
+
+def _cors_value_problem(key: str, value: object) -> str | None:
+    """What is wrong with one `[cors]` value (the words after the key), or None."""
+    expected = CORS_KEYS[key]
+    if key == "allow_credentials":
+        return None if isinstance(value, bool) else f"must be {expected}, got {toml_type(value)}"
+    if key == "max_age":
+        if isinstance(value, int) and not isinstance(value, bool) \
+                and 0 <= value <= MAX_AGE_LIMIT:
+            return None
+        return f"must be {expected}, got {toml_type(value)}"
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return f"must be {expected}, got {toml_type(value)}"
+    if key == "allow_origins" and not value:
+        return "must name at least one origin (or [\"*\"])"
+    for item in value:
+        wildcard = item == "*" and key != "expose_headers"
+        if wildcard and len(value) > 1:
+            return "holds \"*\" and other entries: \"*\" stands alone"
+        if not wildcard and not _item_fits(key, item):
+            return f"holds {toml_type(item)}, which is not {_item_kind(key)}"
+    return None
+
+
+def _item_fits(key: str, item: str) -> bool:
+    if key == "allow_origins":
+        match = _ORIGIN.fullmatch(item)
+        return match is not None and (match.group(2) is None or int(match.group(2)[1:]) < 65536)
+    if key == "allow_methods":
+        return _TOKEN.fullmatch(item) is not None and item == item.upper()
+    return _TOKEN.fullmatch(item) is not None
+
+
+def _item_kind(key: str) -> str:
+    if key == "allow_origins":
+        return ("an origin (scheme://host or scheme://host:port, in lower case, no path or "
+                "trailing slash)")
+    if key == "allow_methods":
+        return "a method in upper case"
+    return "a header name"
+
+
+def rate_limit_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first problem of a `[rate_limit]` table, or None."""
+    for key, value in table.items():
+        if key not in RATE_LIMIT_KEYS:
+            return key, (f"unknown key '{key}' in svc.toml [rate_limit] (allowed: "
+                         f"{', '.join(RATE_LIMIT_KEYS)})")
+        if not _rate_value_fits(key, value):
+            return key, (f"'{key}' in svc.toml [rate_limit] must be {RATE_LIMIT_KEYS[key]}, "
+                         f"got {toml_type(value)}")
+    for key in ("requests_per_second", "burst"):
+        if key not in table:
+            return "rate_limit", (f"svc.toml [rate_limit] has no '{key}' (write: "
+                                  "requests_per_second = 5.0 and burst = 10)")
+    return None
+
+
+def _rate_value_fits(key: str, value: object) -> bool:
+    if key == "client":
+        return value in CLIENT_KINDS
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if key == "requests_per_second":
+        return math.isfinite(value) and 0 < value <= 1e9
+    if not isinstance(value, int):
+        return False
+    if key == "burst":
+        return 1 <= value <= 1_000_000
+    return 16 <= value <= 16_777_216
+
+
+#: The keys of one `[guard_limits.<guard>]` table: a rate limit's, but for `client`.
+GUARD_LIMIT_KEYS = {key: text for key, text in RATE_LIMIT_KEYS.items() if key != "client"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+
+
+def guard_limits_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first problem of a `[guard_limits]` table (one table per guard,
+    named by the guard function), or None; the key is `name` or `name.key`. Whether each names a guard of the program whose
+    value is a class is checked with the program (svc.pipeline, `guard_limit_problem`)."""
+    for name, limit in table.items():
+        if not isinstance(limit, dict) or not _NAME.fullmatch(name):
+            return name, (f"'{name}' in svc.toml [guard_limits] must be a table named by a guard "
+                          f"function ([guard_limits.{name if _NAME.fullmatch(name) else 'f'}] "
+                          f"with requests_per_second and burst), got {toml_type(limit)}")
+        if "client" in limit:
+            return f"{name}.client", (f"'client' in svc.toml [guard_limits.{name}] does not "
+                                      "apply: the guard's value is the client")
+        found = rate_limit_problem(limit)
+        if found is not None:
+            key, message = found
+            message = message.replace("[rate_limit]", f"[guard_limits.{name}]")
+            return (name if key == "rate_limit" else f"{name}.{key}",
+                    message.replace(", client, clients", ", clients"))
+    return None
+
+
+def guard_limit_problem(name: str, value_kinds: set[str]) -> str | None:
+    """Why `[guard_limits.<name>]` cannot apply to the program, given the kinds of value
+    (`"class"`, `"unit"`) the routes' guards called `name` give; None when it can."""
+    if not value_kinds:
+        return (f"'{name}' in svc.toml [guard_limits] is not a guard of any route (a function "
+                "named in @guard(...) or guard(\"/prefix\", ...))")
+    if "class" not in value_kinds:
+        return (f"'{name}' in svc.toml [guard_limits] gives no value (its Ok is unit): a limit "
+                "per guard value needs a guard that returns a class, such as the user")
+    return None
+
+
+def cors_settings(table: dict) -> CorsSettings:
+    """The settings of a `[cors]` table that passed `cors_problem`."""
+    max_age = table.get("max_age")
+    return CorsSettings(tuple(table["allow_origins"]), tuple(table.get("allow_methods", ["*"])),
+                        tuple(name.lower() for name in table.get("allow_headers", [])),
+                        tuple(table.get("expose_headers", [])),
+                        bool(table.get("allow_credentials", False)),
+                        max_age if isinstance(max_age, int) else None)
+
+
+def rate_limit_settings(table: dict) -> RateLimitSettings:
+    """The settings of a `[rate_limit]` table that passed `rate_limit_problem`."""
+    return RateLimitSettings(float(table["requests_per_second"]), int(table["burst"]),
+                             str(table.get("client", "peer")),
+                             int(table.get("clients", DEFAULT_CLIENTS)))

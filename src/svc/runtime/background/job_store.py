@@ -1,0 +1,275 @@
+"""The rows behind durable jobs and schedules: the tables and every statement on them, for
+SQLite and PostgreSQL (docs/reference/language.md, "Jobs and schedules").
+
+`svc_jobs` holds one row per job: `queued` (waiting for `run_at`), `running` (claimed by
+`locked_by` until `locked_until`), `done`, or `dead` (its attempts used up: the dead-letter
+state, kept until someone deletes it). `svc_schedules` holds one row per scheduled function:
+when it is next due, and the lease of the process running it now.
+
+A claim is one statement, so two runners never claim one job: on PostgreSQL the candidate
+rows are locked with `FOR UPDATE SKIP LOCKED` (a runner skips the rows another is claiming,
+as Oban and River do); on SQLite the one writer at a time is the database's own rule. Times
+are milliseconds since the epoch (UTC) as BIGINT, the same on both databases. A finishing
+statement names the runner (`locked_by`), so a runner that lost its claim (its lease ran
+out and another runner rescued the job) changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+from svc.runtime.db.base import ALL, EXEC, SCRIPT, Db, Tx
+from svc.runtime.db.migrations import begin_locked
+from svc.runtime.lib.support import SvcError
+
+#: A lease outlives a run's deadline by this much before another runner may take it over (a
+#: runner cancels its run at the deadline, so a live runner never holds a job past it).
+LEASE_GRACE_MS = 5_000
+#: Done jobs are kept this long (to see what ran), then deleted; dead ones are kept.
+KEEP_DONE_MS = 24 * 3_600_000
+#: The key of the PostgreSQL advisory lock taken while the tables are made.
+_PG_LOCK_KEY = 0x7376636A6F627300
+
+_TABLES = {
+    "sqlite": """
+CREATE TABLE IF NOT EXISTS svc_jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done', 'dead')),
+  attempt INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  deadline_ms INTEGER NOT NULL,
+  run_at INTEGER NOT NULL,
+  locked_by TEXT,
+  locked_until INTEGER,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS svc_jobs_due ON svc_jobs (state, run_at);
+CREATE TABLE IF NOT EXISTS svc_schedules (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  next_run_at INTEGER NOT NULL,
+  locked_by TEXT,
+  locked_until INTEGER
+);
+""",
+    "postgresql": """
+CREATE TABLE IF NOT EXISTS svc_jobs (
+  id BIGSERIAL PRIMARY KEY,
+  name TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done', 'dead')),
+  attempt INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  deadline_ms BIGINT NOT NULL,
+  run_at BIGINT NOT NULL,
+  locked_by TEXT,
+  locked_until BIGINT,
+  last_error TEXT,
+  created_at BIGINT NOT NULL,
+  finished_at BIGINT
+);
+CREATE INDEX IF NOT EXISTS svc_jobs_due ON svc_jobs (state, run_at);
+CREATE TABLE IF NOT EXISTS svc_schedules (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  next_run_at BIGINT NOT NULL,
+  locked_by TEXT,
+  locked_until BIGINT
+);
+""",
+}
+
+_INSERT = ("INSERT INTO svc_jobs (name, payload, max_attempts, deadline_ms, run_at, created_at) "
+           "VALUES (?1, ?2, ?3, ?4, ?5, ?5) RETURNING id")
+
+# ?1 the runner, ?2 now, ?3 the lease's grace, ?4 how many; the job names are inlined (they
+# are the program's, checked by the compiler: letters, digits, '_', '.', '-').
+_CLAIM = {
+    "sqlite": """UPDATE svc_jobs SET state = 'running', attempt = attempt + 1, locked_by = ?1,
+  locked_until = ?2 + deadline_ms + ?3
+WHERE id IN (SELECT id FROM svc_jobs WHERE state = 'queued' AND run_at <= ?2
+             AND name IN ({names}) ORDER BY run_at, id LIMIT ?4)
+RETURNING id, name, payload, attempt, max_attempts, deadline_ms""",
+    "postgresql": """WITH picked AS (
+  SELECT id FROM svc_jobs WHERE state = 'queued' AND run_at <= ?2 AND name IN ({names})
+  ORDER BY run_at, id LIMIT ?4 FOR UPDATE SKIP LOCKED)
+UPDATE svc_jobs AS j SET state = 'running', attempt = j.attempt + 1, locked_by = ?1,
+  locked_until = ?2 + j.deadline_ms + ?3
+FROM picked WHERE j.id = picked.id
+RETURNING j.id, j.name, j.payload, j.attempt, j.max_attempts, j.deadline_ms""",
+}
+
+_DONE = ("UPDATE svc_jobs SET state = 'done', finished_at = ?3, locked_by = NULL, "
+         "locked_until = NULL WHERE id = ?1 AND locked_by = ?2")
+_RETRY = ("UPDATE svc_jobs SET state = 'queued', run_at = ?3, last_error = ?4, locked_by = NULL, "
+          "locked_until = NULL WHERE id = ?1 AND locked_by = ?2")
+_DEAD = ("UPDATE svc_jobs SET state = 'dead', finished_at = ?3, last_error = ?4, "
+         "locked_by = NULL, locked_until = NULL WHERE id = ?1 AND locked_by = ?2")
+#: A run stopped by a graceful shutdown goes back to the queue as if it had not begun.
+_PUT_BACK = ("UPDATE svc_jobs SET state = 'queued', attempt = attempt - 1, run_at = ?3, "
+             "locked_by = NULL, locked_until = NULL WHERE id = ?1 AND locked_by = ?2")
+#: Jobs whose runner's lease ran out (it crashed, was killed, or its machine is gone): queued
+#: again, or dead when that was their last attempt.
+_RESCUE = """UPDATE svc_jobs SET
+  state = CASE WHEN attempt >= max_attempts THEN 'dead' ELSE 'queued' END,
+  finished_at = CASE WHEN attempt >= max_attempts THEN ?1 ELSE NULL END,
+  last_error = 'its runner stopped during attempt ' || CAST(attempt AS TEXT)
+    || ' (a crash or kill); the run may or may not have finished',
+  run_at = ?1, locked_by = NULL, locked_until = NULL
+WHERE state = 'running' AND locked_until < ?1"""
+_PRUNE = "DELETE FROM svc_jobs WHERE state = 'done' AND finished_at < ?1"
+
+# Schedules: ?1 name, ?2 spec, ?3 next run
+_REGISTER = ("INSERT INTO svc_schedules (name, spec, next_run_at) VALUES (?1, ?2, ?3) "
+             "ON CONFLICT (name) DO NOTHING")
+#: A changed period or cron expression starts counting anew.
+_RESPEC = "UPDATE svc_schedules SET spec = ?2, next_run_at = ?3 WHERE name = ?1 AND spec <> ?2"
+_DUE = "SELECT name, next_run_at FROM svc_schedules"
+# ?1 name, ?2 runner, ?3 now, ?4 lease end, ?5 the run after this one
+_TAKE = ("UPDATE svc_schedules SET locked_by = ?2, locked_until = ?4, next_run_at = ?5 "
+         "WHERE name = ?1 AND next_run_at <= ?3 AND (locked_until IS NULL OR locked_until < ?3)")
+_RELEASE = ("UPDATE svc_schedules SET locked_by = NULL, locked_until = NULL "
+            "WHERE name = ?1 AND locked_by = ?2")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ClaimedJob:
+    """A claimed row of svc_jobs (the row mapper fills classes by their `__svc_fields__`)."""
+
+    __svc_fields__ = (("id", "i64", False), ("name", "str", False), ("payload", "str", False),
+                      ("attempt", "i64", False), ("max_attempts", "i64", False),
+                      ("deadline_ms", "i64", False))
+    __slots__ = ("id", "name", "payload", "attempt", "max_attempts", "deadline_ms")
+
+    def __init__(self, id: int, name: str, payload: str, attempt: int,  # noqa: A002
+                 max_attempts: int, deadline_ms: int) -> None:
+        self.id = id
+        self.name = name
+        self.payload = payload
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self.deadline_ms = deadline_ms
+
+
+class JobId:
+    __svc_fields__ = (("id", "i64", False),)
+    __slots__ = ("id",)
+
+    def __init__(self, id: int) -> None:  # noqa: A002
+        self.id = id
+
+
+class ScheduleRow:
+    __svc_fields__ = (("name", "str", False), ("next_run_at", "i64", False))
+    __slots__ = ("name", "next_run_at")
+
+    def __init__(self, name: str, next_run_at: int) -> None:
+        self.name = name
+        self.next_run_at = next_run_at
+
+
+#: The databases known to have the tables (made or checked by this process).
+_prepared: weakref.WeakSet[Db] = weakref.WeakSet()
+
+
+async def create_tables(db: Db) -> None | SvcError:
+    """Make svc_jobs and svc_schedules where missing, under the lock migrations take, so two
+    processes starting at once do not both try."""
+    if db in _prepared:
+        return None
+    tx = await begin_locked(db, _PG_LOCK_KEY)
+    if isinstance(tx, SvcError):
+        return tx
+    made = await tx._submit(SCRIPT, _TABLES[db.dialect], (), None)
+    if isinstance(made, SvcError):
+        await tx._end("rollback")
+        return SvcError(made.kind, f"cannot make the job tables: {made.message}")
+    done = await tx._end("commit")
+    if done is None:
+        _prepared.add(db)
+    return done
+
+
+async def ensure_tables(handle: Db | Tx) -> None | SvcError:
+    """Before an `enqueue`: the tables exist once `serve` started, but `main` (before serving)
+    and `svcc test` may enqueue first. Given a Tx they are made inside it (the Db is held by
+    it), so they vanish if it rolls back, and are made again next time."""
+    if isinstance(handle, Db):
+        return await create_tables(handle)
+    if handle.db in _prepared:
+        return None
+    made = await handle._submit(SCRIPT, _TABLES[handle.dialect], (), None)
+    return SvcError(made.kind, f"cannot make the job tables: {made.message}") \
+        if isinstance(made, SvcError) else None
+
+
+def insert_statement() -> str:
+    return _INSERT
+
+
+def claim_statement(dialect: str, names: list[str]) -> str:
+    return _CLAIM[dialect].format(names=", ".join(f"'{n}'" for n in names))
+
+
+async def claim(db: Db, statement: str, runner: str, count: int) -> list[ClaimedJob] | SvcError:
+    return await db._submit(ALL, statement, (runner, now_ms(), LEASE_GRACE_MS, count), ClaimedJob)
+
+
+async def mark_done(db: Db, job: ClaimedJob, runner: str) -> int | SvcError:
+    return await db._submit(EXEC, _DONE, (job.id, runner, now_ms()), None)
+
+
+async def mark_retry(db: Db, job: ClaimedJob, runner: str, run_at: int,
+                     error: str) -> int | SvcError:
+    return await db._submit(EXEC, _RETRY, (job.id, runner, run_at, storable(error)), None)
+
+
+async def mark_dead(db: Db, job: ClaimedJob, runner: str, error: str) -> int | SvcError:
+    return await db._submit(EXEC, _DEAD, (job.id, runner, now_ms(), storable(error)), None)
+
+
+def storable(error: str) -> str:
+    """A failure's text as `last_error` can hold it on both databases: PostgreSQL text cannot
+    hold U+0000, which a program's error message may (written as the escape \\u0000)."""
+    return error.replace("\x00", "\\u0000") if "\x00" in error else error
+
+
+async def put_back(db: Db, job: ClaimedJob, runner: str) -> int | SvcError:
+    return await db._submit(EXEC, _PUT_BACK, (job.id, runner, now_ms()), None)
+
+
+async def rescue(db: Db) -> int | SvcError:
+    return await db._submit(EXEC, _RESCUE, (now_ms(),), None)
+
+
+async def prune(db: Db) -> int | SvcError:
+    return await db._submit(EXEC, _PRUNE, (now_ms() - KEEP_DONE_MS,), None)
+
+
+async def register_schedule(db: Db, name: str, spec: str, first_run: int) -> None | SvcError:
+    for statement in (_REGISTER, _RESPEC):
+        done = await db._submit(EXEC, statement, (name, spec, first_run), None)
+        if isinstance(done, SvcError):
+            return done
+    return None
+
+
+async def schedule_times(db: Db) -> list[ScheduleRow] | SvcError:
+    return await db._submit(ALL, _DUE, (), ScheduleRow)
+
+
+async def take_schedule(db: Db, name: str, runner: str, lease_end: int,
+                        next_run: int) -> int | SvcError:
+    return await db._submit(EXEC, _TAKE, (name, runner, now_ms(), lease_end, next_run), None)
+
+
+async def release_schedule(db: Db, name: str, runner: str) -> int | SvcError:
+    return await db._submit(EXEC, _RELEASE, (name, runner), None)

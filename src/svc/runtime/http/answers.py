@@ -1,0 +1,160 @@
+"""How each route is answered, chosen once per route at start-up: one strategy object each.
+
+A route is answered in one of six ways, and which one never changes while the server runs:
+
+    FixedBytes      /health: the same bytes every time (responses.Fixed)
+    CallNow         a plain `def` handler: bind, call, answer, all in the callback that read
+                    the request (generated code's route handlers whose bodies never await)
+    StartCoroutine  an `async def` handler, which may await: bind, then run its first step
+                    at once (`Connection.start_handler`, eager.py); answered when it ends
+    StreamBody      /stream: a chunked body the handler writes piece by piece
+    UpgradeToWebSocket  /ws: the connection becomes a WebSocket session
+    AnswerOptions   OPTIONS on a known path (and `OPTIONS *`): 204 with the `Allow` line
+
+`answer_for(route)` picks the strategy (`CompiledRoute.answer`), so `Connection._handle` makes
+one call, `route.answer.serve(conn, req, route, captures)`, instead of testing the route's
+properties on every request. The strategies decide what happens to a request; writing bytes,
+phases and deadlines stay with the `Connection` (sockets) and the rendering with
+responses.py (HTTP).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING
+
+from svc.rules.contract import ResultKind, Route
+from svc.runtime.http import responses
+from svc.runtime.http.binding import BindError
+from svc.runtime.http.protocol import Request
+from svc.runtime.lib.support import SvcError
+
+if TYPE_CHECKING:  # both call into this module; only their types are named here
+    from svc.runtime.http.connection import Connection
+    from svc.runtime.http.routing import CompiledRoute
+
+
+class Answer:
+    """How requests to one route are answered."""
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        raise NotImplementedError
+
+
+class FixedBytes(Answer):
+    """/health: bytes rendered once per Date second (the handler is called once, here)."""
+
+    def __init__(self, fixed: responses.Fixed) -> None:
+        self.fixed = fixed
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        keep = conn.keeps_alive(req)
+        line = conn.id_line(req)
+        if line:  # an answer with an X-Request-Id field is rendered anew
+            fixed = self.fixed
+            return conn.send(req, 200, keep, responses.render(
+                200, fixed.content_type, fixed.body, keep, line, req.method != "HEAD"))
+        conn.send(req, 200, keep, self.fixed.render(keep, req.method != "HEAD"))
+
+
+class CallNow(Answer):
+    """A plain `def` handler: it cannot await, so it is called and answered on the spot, with
+    no coroutine, no Resumer and no request deadline in the context (nothing could read it);
+    `running.request` is the request while it runs (for the `log_*` builtins' request id)."""
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        try:
+            args = route.arguments(captures, req, conn.app.db)
+        except BindError as refusal:
+            return conn.refuse(req, refusal)
+        running = conn.app.running
+        running.request = req
+        try:
+            outcome = route.handler(*args)
+        except Exception as exc:
+            running.request = None
+            return conn.fault(req, exc)
+        running.request = None
+        conn.answer(req, route, outcome)
+
+
+class StartCoroutine(Answer):
+    """An `async def` handler: its first step runs at once; most finish there."""
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        try:
+            args = route.arguments(captures, req, conn.app.db)
+        except BindError as refusal:
+            return conn.refuse(req, refusal)
+        conn.start_handler(req, route, args)
+
+
+class StreamBody(Answer):
+    """/stream: the connection writes the head, the handler the chunks, the connection the end."""
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        conn.stream(req, route)
+
+
+class UpgradeToWebSocket(Answer):
+    """/ws: the handshake, then the connection carries an echo session."""
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        conn.upgrade(req)
+
+
+class AnswerOptions(Answer):
+    """OPTIONS on a known path, or `OPTIONS *`: the methods there, answered by the server
+    (programs declare no OPTIONS handlers). `allow` is the path's `Allow` line, made once."""
+
+    def __init__(self, allow: bytes) -> None:
+        self.allow = allow
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        answer_options(conn, req, self.allow)
+
+
+def answer_options(conn: Connection, req: Request, allow: bytes) -> None:
+    """The plain OPTIONS answer (RFC 9110 §9.3.7): 204 with the `Allow` line and no body (a
+    204 has no Content-Length either). The one place it is made: a CORS preflight (an OPTIONS
+    request with Origin and Access-Control-Request-Method) is answered in front of this."""
+    keep = conn.keeps_alive(req)
+    conn.send(req, 204, keep, responses.head(204, None, None, keep, allow + conn.id_line(req)))
+
+
+def answer_error(conn: Connection, req: Request, route: CompiledRoute | None,
+                 err: SvcError) -> None:
+    """An svc `Error` as the answer, whoever returned it (a handler, a guard, a helper through
+    `try`): its kind's status, its JSON body and the header fields it carries
+    (responses.error_answer); the detail of a 500 goes to the log with the request."""
+    status, body, extra, detail = responses.error_answer(err)
+    if detail is not None:
+        conn.app.log.request_error(req, route, detail)
+    conn.finish(req, status, responses.JSON, body, extra)
+
+
+CALL_NOW = CallNow()
+START_COROUTINE = StartCoroutine()
+STREAM_BODY = StreamBody()
+UPGRADE_TO_WEBSOCKET = UpgradeToWebSocket()
+
+
+def answer_for(route: Route) -> Answer:
+    """The one strategy for `route`: by its result kind for the built-in routes, otherwise by
+    whether its handler is a plain function or a coroutine function."""
+    if route.result is ResultKind.TEXT:
+        return FixedBytes(responses.Fixed(200, responses.TEXT, route.handler()))
+    if route.result is ResultKind.STREAM:
+        return STREAM_BODY
+    if route.result is ResultKind.WEBSOCKET:
+        return UPGRADE_TO_WEBSOCKET
+    if inspect.iscoroutinefunction(route.handler):
+        return START_COROUTINE
+    return CALL_NOW

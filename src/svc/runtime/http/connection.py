@@ -1,0 +1,600 @@
+"""One client connection: bytes in, requests answered one at a time and in order, deadlines kept.
+
+`Connection` is the asyncio Protocol of one TCP connection. It feeds the bytes it receives to
+the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what each request
+resolves to, hands it to the route's answer strategy (answers.py: call a plain handler, start
+an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes the answer
+(responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
+`send`, `start_handler`, `stream`, `upgrade`); the others return events, matches and bytes.
+
+A connection is always in one `Phase`, and its single `deadline` attribute means what the
+phase says (checked by the one `Sweeper` timer, deadlines.py):
+
+    WAITING    until the next request's headers are complete    → close silently
+    RECEIVING  headers complete, body still arriving            → 504 and close
+    HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
+    STREAMING  /stream is writing (no deadline)
+    UPGRADED   a WebSocket session (no deadline)
+    LINGERING  our side is done; drain the peer, then close      → close
+    CLOSED     the transport is closed or closing
+
+`_enter(phase, deadline)` is the only place a connection changes phase; `TRANSITIONS` lists
+the moves it may make (tests/runtime/test_connection.py checks every move it observes).
+
+Handlers start eagerly: most finish without suspending and are answered on the spot, with
+no Task. A handler that really awaits is driven on by an `eager.Resumer` (no Task either).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import traceback
+from collections import deque
+from time import perf_counter
+from typing import Any
+
+from svc.rules.contract import PROCESSING_LIMIT, ResultKind
+from svc.process import fault_message
+from svc.runtime.http import builtin_routes
+from svc.runtime.http import custom_response, eager, responses
+from svc.runtime.http.context import request_deadline_var as _deadline_var
+from svc.runtime.http.deadlines import Sweeper
+from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
+from svc.runtime.http.responses import JSON, TEXT, encode_result, error_body, render
+from svc.runtime.http.routing import BindError, CompiledRoute, Refusal, Router
+from svc.runtime.observability.accesslog import ServerLog, new_request_id
+from svc.runtime.http.answers import answer_error
+from svc.runtime.observability import serverlog  # noqa: F401 - formats ServerLog's rare lines (accesslog.py)
+from svc.runtime.lib.support import SvcError
+from svc.runtime.http.watchdog import SvcTimeout
+from svc.runtime.http.websocket import EchoSession
+
+#: Seconds a closed response waits for the peer to finish sending before the socket closes.
+LINGER_SECONDS = 1.0
+#: The same once the server is shutting down: the process is about to exit anyway.
+SHUTDOWN_LINGER_SECONDS = 0.1
+#: Queued requests before we stop reading from a pipelining client.
+PIPELINE_PAUSE = 16
+
+SHUTTING_DOWN = error_body("shutting down")
+
+
+class Phase(enum.Enum):
+    WAITING = "waiting"
+    RECEIVING = "receiving"
+    HANDLING = "handling"
+    STREAMING = "streaming"
+    UPGRADED = "upgraded"
+    LINGERING = "lingering"
+    CLOSED = "closed"
+
+
+# Module names for the members and result kinds, compared with `is` on the hot path.
+WAITING, RECEIVING, HANDLING = Phase.WAITING, Phase.RECEIVING, Phase.HANDLING
+STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.LINGERING, Phase.CLOSED
+_JSON = ResultKind.JSON
+_JSON_OPTIONAL = ResultKind.JSON_OPTIONAL
+
+#: phase → the phases it may move to. A response either waits for the next request or
+#: lingers; only WAITING starts anything; every phase can end in CLOSED (the peer leaves).
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    WAITING: frozenset({WAITING, RECEIVING, HANDLING, STREAMING, UPGRADED, LINGERING, CLOSED}),
+    RECEIVING: frozenset({WAITING, HANDLING, STREAMING, LINGERING, CLOSED}),
+    HANDLING: frozenset({WAITING, LINGERING, CLOSED}),
+    STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
+    UPGRADED: frozenset({LINGERING, CLOSED}),
+    LINGERING: frozenset({LINGERING, CLOSED}),
+    CLOSED: frozenset(),
+}
+
+
+class App:
+    """What every connection of one server shares."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, router: Router, db: Any,
+                 wait_seconds: float, log: ServerLog,
+                 processing_limit: float = PROCESSING_LIMIT) -> None:
+        self.loop = loop
+        self.router = router
+        self.db = db
+        self.wait = wait_seconds
+        self.processing_limit = processing_limit
+        self.log = log
+        #: Every request gets an id and every answer carries it (JSON logs); otherwise only
+        #: the requests that brought one or had a line written about them (serverlog.py).
+        self.every_id = log.json
+        #: Requests whose handler is suspended or whose /stream body is being written: the
+        #: in-flight gauge of the metrics (a plain handler is never in flight between two
+        #: callbacks of the loop).
+        self.in_flight = 0
+        #: eager.running, reached through the App: a module global costs a dict lookup.
+        self.running: eager.Running = eager.running
+        self.tracer: Any = None  #: the spans (svc.runtime.observability.otel) while tracing, else None
+        #: svc.toml's [cors] and [rate_limit] (svc.runtime.traffic.gate.Gate), None without them
+        self.gate: Any = None
+        self.sweeper = Sweeper(loop)
+        self.sweeper.hooks.append(responses.date.refresh)
+        self.sweeper.hooks.append(log.flush)
+        self.connections: set[Connection] = set()
+        self.shutting_down = False
+        #: Set once shutting down and the last connection is gone.
+        self.all_closed = asyncio.Event()
+
+    def forget(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self.sweeper.discard(conn)
+        if self.shutting_down and not self.connections:
+            self.all_closed.set()
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: parse, route, answer in order, enforce deadlines."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.loop = app.loop
+        self.transport: Any = None  # set by connection_made, before any other call
+        self.http = HttpConnection()
+        self.pending: deque = deque()  # events waiting for the request in progress
+        self.phase = WAITING
+        self.deadline = 0.0
+        self.head_at = 0.0  # perf_counter() when the current body's headers completed
+        self.started = 0.0  # the request in progress's `started`, read here for the log
+        self.closing = False  # no keep-alive after the current answer
+        self.paused = False  # reading paused: too many queued requests
+        self.write_paused = False  # reading paused: the peer does not read its answers
+        self.out: list[bytes] | None = None  # answers gathered for one write (pipelining)
+        self.task: eager.Resumer | asyncio.Task | None = None  # a suspended handler, /stream
+        #: Called with (old, new) on every phase change when set: how tests watch the moves
+        #: (the class may be compiled, and a compiled class cannot be subclassed in Python).
+        self.on_phase: Any = None
+        self.current: Any = None  # (Request, CompiledRoute) while a handler runs
+        self.ws: Any = None  # the EchoSession once upgraded
+        #: The route of the request in progress (None for a 404 or 405), for the log line
+        #: and the metrics: one attribute store a request.
+        self.route: CompiledRoute | None = None
+        #: what this connection's JSON access lines share, once asked (accesslog.line_parts)
+        self.client: Any = None
+        self.span: Any = None  #: while tracing, the span of the request a handler runs for
+        #: Header lines for the answer to the request in progress, whatever it is: its CORS
+        #: fields, set by svc.runtime.traffic.gate for each request when svc.toml has [cors], else
+        #: always b"" (an attribute of this compiled class: reading it costs next to nothing,
+        #: where a field of the msgspec Request cost ~200 instructions a request, measured)
+        self.extra = b""
+
+    def _enter(self, phase: Phase, deadline: float) -> None:
+        """Move to `phase`, whose deadline (a loop time, 0.0 for none) is `deadline`."""
+        if self.on_phase is not None:
+            self.on_phase(self.phase, phase)
+        self.phase = phase
+        self.deadline = deadline
+
+    def keeps_alive(self, req: Request) -> bool:
+        """The one keep-alive rule: the request allows another after it (the protocol says no
+        for `Connection: close`, HTTP/1.0 and upgrade requests) and we are not closing."""
+        return req.keep_alive and not self.closing
+
+    # --- asyncio callbacks -----------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self._enter(WAITING, self.loop.time() + self.app.wait)
+        self.app.connections.add(self)
+        self.app.sweeper.add(self)
+
+    def connection_lost(self, exc) -> None:
+        if self.phase is not CLOSED:  # not closed by us: the peer left, or a write failed
+            self._enter(CLOSED, 0.0)
+        self.closing = True
+        self.app.forget(self)
+        task = self.task
+        if task is not None:
+            self.task = None
+            self.app.in_flight -= 1
+            task.cancel()
+        if self.span is not None:
+            self.app.tracer.abandoned(self)
+
+    def data_received(self, data: bytes) -> None:
+        phase = self.phase
+        if phase is not WAITING and phase is not RECEIVING:
+            if phase is UPGRADED:
+                return self._ws_send(*self.ws.receive(data))
+            if phase is LINGERING or phase is CLOSED:
+                return
+        events = self.http.feed(data)
+        if self.pending or phase is HANDLING or phase is STREAMING:
+            self._queue(events)
+            return
+        if len(events) == 1:  # speed-only twin of the loop below: `_dispatch` inlined, no queue
+            event = events[0]
+            if event.__class__ is Request:
+                self._handle(event)
+            else:
+                self._dispatch(event)
+        elif events:
+            self.out = []
+            self.pending.extend(events)
+            self._drain_pending()
+            self._flush()
+        if self.http.in_body and self.phase is WAITING:
+            self._start_receiving()
+
+    def _queue(self, events: list) -> None:
+        """Requests that arrive while one is in progress wait their turn (pipelining)."""
+        self.pending.extend(events)
+        if len(self.pending) > PIPELINE_PAUSE and not self.paused:
+            self.paused = True
+            if not self.write_paused:
+                self.transport.pause_reading()
+
+    def _start_receiving(self) -> None:
+        """Headers complete, body still to come: the processing limit starts now."""
+        self._enter(RECEIVING, self.loop.time() + self.app.processing_limit)
+        self.head_at = perf_counter()
+
+    def pause_writing(self) -> None:
+        """The peer reads slower than we answer: stop reading its requests until it catches up."""
+        self.write_paused = True
+        if not self.paused:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if not self.paused and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def eof_received(self) -> bool:
+        phase = self.phase
+        if phase is UPGRADED:
+            self._ws_send(*self.ws.receive_eof())
+            return True
+        if self.pending or phase is HANDLING or phase is STREAMING:
+            self.closing = True  # answer what was asked, then close
+            return True
+        return False
+
+    def deadline_passed(self, now: float) -> None:
+        phase = self.phase
+        if phase is HANDLING:
+            self._timed_out()
+        elif phase is RECEIVING:
+            self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
+        elif phase is WAITING or phase is LINGERING:
+            self._close()
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _drain_pending(self) -> None:
+        pending = self.pending
+        while pending and (self.phase is WAITING or self.phase is RECEIVING) \
+                and not self.transport.is_closing():
+            self._dispatch(pending.popleft())
+        if self.paused and not pending:
+            self.paused = False
+            if not self.write_paused:
+                self.transport.resume_reading()
+
+    def _dispatch(self, event) -> None:
+        if event.__class__ is Request:
+            self._handle(event)
+        elif event.__class__ is Continue:
+            self._continue(event)
+        else:
+            self._reject(event)
+
+    def _continue(self, ask: Continue) -> None:
+        """`100 Continue` only for a body the route will take; otherwise its final answer now."""
+        found: Any = self.app.router.resolve(ask.method, ask.path)
+        refusal = found if found.__class__ is Refusal else found[0].body_refusal(ask.content_type)
+        if refusal is None:
+            return self._write(responses.CONTINUE)
+        # the body was never asked for: answer and close rather than read it
+        self._reject(Reject(refusal.status, refusal.reason, ask.method, ask.target),
+                     extra=refusal.extra)
+
+    def _handle(self, req: Request) -> None:
+        """Route the request and hand it to its route's answer strategy (answers.py), which
+        answers at once unless the handler suspends (the hot path)."""
+        req.started = self.started = self.head_at if self.phase is RECEIVING else perf_counter()
+        gate = self.app.gate
+        if gate is not None and gate.stops(self, req):  # answered: a preflight, a 429
+            return
+        found: Any = self.app.router.resolve(req.method, req.path)
+        if found.__class__ is Refusal:
+            self.route = None
+            return self.finish(req, found.status, JSON, found.body, found.extra)
+        route: CompiledRoute
+        route, captures = found
+        self.route = route
+        route.answer.serve(self, req, route, captures)
+
+    def refuse(self, req: Request, refusal: BindError) -> None:
+        """Arguments that do not bind: 400 (or 415) naming the parameter."""
+        self.finish(req, refusal.status, JSON, error_body(refusal.reason))
+
+    def start_handler(self, req: Request, route: CompiledRoute, args) -> None:
+        """A handler that may await: run its first step now, with the request deadline set."""
+        if self.phase is RECEIVING:
+            deadline = self.deadline
+        else:
+            deadline = self.loop.time() + self.app.processing_limit
+        token = _deadline_var.set(deadline)
+        running = self.app.running
+        running.request = req
+        traced = None if self.app.tracer is None else self.app.tracer.request_started(self, req)
+        try:
+            finished, outcome = eager.start(self.loop, route.handler(*args))
+        except Exception as exc:
+            return self.fault(req, exc)
+        finally:
+            running.request = None
+            _deadline_var.reset(token)
+            if traced is not None:
+                self.app.tracer.request_left(traced)
+        if finished:
+            return self.answer(req, route, outcome)
+        # It awaits something: its Resumer answers when done, or the sweep at the limit.
+        self._enter(HANDLING, deadline)
+        self.current = (req, route)
+        resumer: eager.Resumer = outcome
+        self.task = resumer
+        self.app.in_flight += 1
+        resumer.request = req
+        resumer.on_done(self._handler_done)
+
+    def _handler_done(self, task: eager.Resumer) -> None:
+        if task is not self.task:  # timed out or connection gone: nobody waits for it
+            if not task.cancelled():
+                task.exception()  # retrieved, so asyncio does not complain about it
+            return
+        self.task = None
+        self.app.in_flight -= 1
+        req, route = self.current
+        self.current = None
+        if task.cancelled():
+            self.fault(req, asyncio.CancelledError("handler cancelled"))
+        elif (exc := task.exception()) is not None:
+            self.fault(req, exc)
+        else:
+            self.answer(req, route, task.result())
+        self._after_async()
+
+    def _timed_out(self) -> None:
+        task, self.task = self.task, None
+        req, _route = self.current
+        self.current = None
+        if task is not None:
+            self.app.in_flight -= 1
+            task.cancel()
+        self.finish(req, 504, JSON, responses.TIMED_OUT)
+        self._after_async()
+
+    def _after_async(self) -> None:
+        """A response finished outside data_received: carry on with queued requests."""
+        if self.transport.is_closing():
+            return
+        self._drain_pending()
+        if self.http.in_body and self.phase is WAITING:
+            self._start_receiving()
+
+    def answer(self, req: Request, route: CompiledRoute, value) -> None:
+        kind = route.result
+        # the common cases: a JSON value, or a `T?` one that is there (a database lookup);
+        # speed-only twin of `responses.result_for`'s JSON branches, without its tuple
+        if (kind is _JSON or kind is _JSON_OPTIONAL and value is not None) \
+                and value.__class__ is not SvcError:
+            try:
+                body = encode_result(value, route.floats)
+            except Exception as exc:
+                return self.fault(req, exc)
+            return self.finish(req, 200, JSON, body)
+        if value.__class__ is SvcError:  # with its header fields (answers.answer_error)
+            return answer_error(self, req, route, value)
+        if route.responds:
+            return self._respond(req, route, value)
+        try:
+            status, ctype, body, detail = responses.result_for(route.result, value, route.floats)
+        except Exception as exc:
+            return self.fault(req, exc)
+        if detail is not None:
+            self.app.log.request_error(req, route, detail)
+        self.finish(req, status, ctype, body)
+
+    def _respond(self, req: Request, route: CompiledRoute, value) -> None:
+        """A `Response[T]`: the status and header fields its handler chose."""
+        keep = self.keeps_alive(req)
+        try:
+            data = custom_response.render(value, route.result, route.floats, keep,
+                                          req.method != "HEAD", self.id_line(req))
+        except Exception as exc:
+            return self.fault(req, exc)
+        self.send(req, value.status, keep, data)
+
+    def fault(self, req: Request, exc: BaseException) -> None:
+        """A raised exception: the traceback and target go to the log (with the request id,
+        which the answer carries too), the client gets 500."""
+        trace = "".join(traceback.format_exception(exc))
+        fault = fault_message(exc)
+        if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
+            self.app.log.request_error(req, self.route, "request timed out", trace, fault)
+            return self.finish(req, 504, JSON, responses.TIMED_OUT)
+        self.app.log.request_error(req, self.route, "internal error", trace, fault)
+        self.finish(req, 500, JSON, responses.INTERNAL)
+
+    # --- answers -----------------------------------------------------------------------------
+
+    def finish(self, req: Request, status: int, ctype, body: bytes, extra: bytes = b"") -> None:
+        keep = self.keeps_alive(req)
+        rid = req.rid
+        if not rid and self.app.every_id:
+            rid = req.rid = new_request_id()
+        data = render(status, ctype, body, keep, extra + self.extra, req.method != "HEAD", rid)
+        self.send(req, status, keep, data)
+
+    def id_line(self, req: Request) -> bytes:
+        """The answer's `X-Request-Id` field (`finish`'s in `render`), or b"" when it carries
+        none: with JSON logs always (the id made now if the request brought none), otherwise
+        when it has an id (brought, or made for a line about it). After the connection's
+        `extra` lines (the CORS fields of the request in progress)."""
+        rid = req.rid
+        if not rid:
+            if not self.app.every_id:
+                return self.extra
+            rid = req.rid = new_request_id()
+        return self.extra + responses.id_field(rid)
+
+    def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
+        """Write (the rest of) a response, log it, and wait for the next request or linger."""
+        self._write(data)
+        log = self.app.log
+        if log.on:
+            log.access(req.method, req.target, status, self.started, self.route, req.rid, self)
+        if self.app.tracer is not None:
+            self.app.tracer.request_done(self, req, status)
+        if keep:
+            self._enter(WAITING, self.loop.time() + self.app.wait)
+        else:
+            self._linger()
+
+    def _reject(self, reject: Reject, started: float | None = None, extra: bytes = b"") -> None:
+        """A request refused before its body was read: answer and close (the body is unread)."""
+        rid = new_request_id() if self.app.every_id else ""
+        if rid:
+            extra += responses.id_field(rid)
+        self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
+        log = self.app.log
+        if log.on:
+            log.access(reject.method, reject.target, reject.status,
+                       perf_counter() if started is None else started, None, rid, self)
+        if self.app.tracer is not None:
+            self.app.tracer.rejected(self, reject.method, reject.target, reject.status, rid)
+        self._linger()
+
+    def _write(self, data: bytes) -> None:
+        out = self.out
+        if out is None:
+            self.transport.write(data)
+        else:
+            out.append(data)
+
+    def _flush(self) -> None:
+        out, self.out = self.out, None
+        if out:
+            self.transport.write(b"".join(out))
+
+    # --- closing -----------------------------------------------------------------------------
+
+    def _linger(self) -> None:
+        """Close our side after the response; read and drop what the peer still sends.
+
+        Closing a socket with unread input makes the kernel send a reset, which can destroy
+        the response before the client reads it (a 413 for an unread body, for instance).
+        """
+        if self.app.shutting_down:
+            self._refuse_queued()
+        self._flush()
+        self.pending.clear()
+        transport = self.transport
+        if not transport.can_write_eof():
+            return self._close()
+        transport.write_eof()
+        self._enter(LINGERING, self.loop.time() + self._linger_seconds())
+        if self.paused or self.write_paused:  # drain what the peer still sends
+            self.paused = self.write_paused = False
+            transport.resume_reading()
+
+    def _linger_seconds(self) -> float:
+        return SHUTDOWN_LINGER_SECONDS if self.app.shutting_down else LINGER_SECONDS
+
+    def _close(self) -> None:
+        self._enter(CLOSED, 0.0)
+        self.transport.close()
+
+    def _refuse_queued(self) -> None:
+        """At shutdown, pipelined requests that had not started are answered 503 (Retry-After)."""
+        for event in self.pending:
+            if event.__class__ is Request:
+                event.started = perf_counter()
+                self._write(render(503, JSON, SHUTTING_DOWN, False, responses.RETRY_AFTER
+                                   + self.id_line(event), event.method != "HEAD"))
+                log = self.app.log
+                if log.on:
+                    log.access(event.method, event.target, 503, event.started, None, event.rid,
+                               self)
+
+    def shutdown(self) -> None:
+        """Stop after what is in flight: idle connections close now, busy ones after answering,
+        lingering ones after a short drain, WebSocket sessions with close code 1001."""
+        self.closing = True
+        phase = self.phase
+        if phase is UPGRADED:
+            self._ws_send(*self.ws.close())
+        elif phase is WAITING and not self.pending:
+            self._close()
+        elif phase is LINGERING:
+            self._enter(LINGERING, min(self.deadline, self.loop.time() + SHUTDOWN_LINGER_SECONDS))
+
+    # --- /stream and /ws ---------------------------------------------------------------------
+
+    def stream(self, req: Request, route: CompiledRoute) -> None:
+        keep = self.keeps_alive(req)
+        head = responses.head(200, TEXT, None, keep,
+                              builtin_routes.STREAM_HEAD_EXTRA + self.id_line(req))
+        if req.method == "HEAD":
+            return self.send(req, 200, keep, head)
+        self._write(head)
+        self._flush()
+        self._enter(STREAMING, 0.0)
+        self.current = (req, route)
+        task = self.task = self.loop.create_task(route.handler(self.transport.write))
+        self.app.in_flight += 1
+        task.add_done_callback(self._stream_done)
+
+    def _stream_done(self, task: asyncio.Task) -> None:
+        if task is not self.task:
+            return
+        self.task = None
+        self.app.in_flight -= 1
+        req, _route = self.current
+        self.current = None
+        self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
+        self._after_async()
+
+    def upgrade(self, req: Request) -> None:
+        if req.method != "GET" or not req.upgrade or self.closing:
+            return self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
+                                b"Upgrade: websocket\r\n")
+        has_body = req.header(b"content-length") not in (None, b"0")
+        if has_body or req.header(b"transfer-encoding") is not None:
+            # its body would be read as WebSocket frames
+            return self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+        session = EchoSession()
+        rid = req.rid
+        if not rid and self.app.every_id:
+            rid = req.rid = new_request_id()
+        status, reason, extra = session.handshake(req.path, req.headers, rid)
+        if status != 101:
+            return self.finish(req, status, JSON, error_body(reason), extra)
+        self._flush()
+        log = self.app.log
+        if log.on:
+            log.access(req.method, req.target, 101, req.started, self.route, req.rid, self)
+        self.ws = session
+        self._enter(UPGRADED, 0.0)
+        self._ws_send(*session.outgoing())
+        leftover = self.http.take_upgrade_data()
+        if leftover:
+            self._ws_send(*session.receive(leftover))
+
+    def _ws_send(self, chunks: list[bytes], done: bool) -> None:
+        transport = self.transport
+        if transport.is_closing():
+            return
+        if chunks:
+            transport.writelines(chunks) if len(chunks) > 1 else transport.write(chunks[0])
+        if done:
+            self.ws = None
+            self._linger()
+

@@ -1,0 +1,408 @@
+"""The HTTP/1.1 connection state machine: bytes in, events out, no sockets.
+
+`HttpConnection.feed(data)` runs httptools (llhttp) over the bytes and returns, in order,
+the events they complete:
+
+- a `Request` (headers and de-chunked body complete);
+- a `Continue` when an HTTP/1.1 request asked for `Expect: 100-continue` and its body is
+  within the limit (the server still decides whether its route will take it);
+- a `Reject` (400, 413, 431) after which the connection is answered and closed; the
+  machine then ignores everything that follows.
+
+It enforces the limits of docs/reference/http.md that are about bytes: 64 KiB of request line + headers,
+1 MiB of body after de-chunking (413 at once when Content-Length says so), and refuses
+request-smuggling shapes (Content-Length with Transfer-Encoding, duplicate Content-Length,
+any transfer coding but `chunked`). After an upgrade request (WebSocket) it stops parsing and
+keeps the raw bytes that follow for the upgraded protocol. Deadlines are the server's job.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import httptools
+
+from svc.rules.contract import BODY_LIMIT, HEAD_LIMIT
+
+_METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
+_VERSIONS = ("1.1", "1.0")
+#: The rare header fields that change how a request is framed or answered; kept in a dict
+#: that exists only when one is present. Content-Type and Content-Length, which every POST
+#: carries, have slots of their own instead (measured: a dict per request, and the HTTP
+#: version string built because of it, cost a POST ~2 µs).
+_SPECIAL = {
+    b"transfer-encoding": "transfer_encoding",
+    b"expect": "expect",
+    b"connection": "connection",
+    b"upgrade": "upgrade",
+}
+#: A request's own id for the log and the answer (svc.runtime.observability.serverlog); kept when valid.
+_REQUEST_ID = b"x-request-id"
+#: The longest `X-Request-Id` kept from a request; a longer one is replaced.
+REQUEST_ID_LIMIT = 128
+#: A header name is lower-cased and looked up only when its length and first letter could
+#: match one of these (hot path): `Accept`, `User-Agent` or `Sec-Fetch-Mode` are not.
+_SPECIAL_SHAPES = frozenset(len(name) << 8 | name[0]
+                            for name in (*_SPECIAL, b"content-type", b"content-length",
+                                         _REQUEST_ID))
+#: The head is measured as if written canonically: `METHOD SP url SP HTTP/1.1 CRLF`, each
+#: header `name: value CRLF`, then CRLF. That is 14 bytes plus the method, the URL and
+#: 4 per header.
+_HEAD_OVERHEAD = 14
+
+
+class Request:
+    """One parsed request. `path` is the raw (percent-encoded) path as str, `query` raw bytes,
+    `target` the request target as received (for the log: decoded only when a line is written).
+    `keep_alive`: another request may follow this one (not after `Connection: close`, an
+    HTTP/1.0 request without keep-alive, or an upgrade request). `started` is set by the
+    server: perf_counter() when the request began, for the log. `rid` is its id: the one in
+    its first `X-Request-Id` field when that one is valid (svc.runtime.observability.serverlog), else ""
+    until the server makes one (with JSON logs, or when a line is written about it).
+
+    A class of this compiled module: the compiled request path reads its fields as C struct
+    members (a msgspec Struct's cost ~160 instructions a read, and a request is read ~10 times
+    on its way, more with the access log on; measured with bench/instructions.py)."""
+
+    __slots__ = ("method", "path", "query", "target", "headers", "body", "keep_alive",
+                 "content_type", "upgrade", "started", "rid")
+
+    def __init__(self, method: str, path: str, query: bytes, target: bytes, headers: list,
+                 body: bytes, keep_alive: bool, content_type: Optional[bytes],
+                 upgrade: bool) -> None:
+        self.method = method
+        self.path = path
+        self.query = query
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.keep_alive = keep_alive
+        self.content_type = content_type
+        self.upgrade = upgrade
+        self.started = 0.0
+        self.rid = ""
+
+    def header(self, name: bytes) -> bytes | None:
+        """The first value of a header, by lower-case name (`headers` keeps names as sent)."""
+        for key, value in self.headers:
+            if key.lower() == name:
+                return value
+        return None
+
+    def __repr__(self) -> str:
+        return f"Request({self.method} {self.path!r} query={self.query!r} body={len(self.body)}B)"
+
+
+class Reject:
+    """The request cannot be served: answer `status` with `reason`, then close.
+
+    `method` and `target` name the refused request for the access log when its request line
+    was read whole (a body over the limit, say), and are "-" when it was not (garbage bytes).
+    """
+
+    __slots__ = ("status", "reason", "method", "target")
+
+    def __init__(self, status: int, reason: str, method: str = "-", target: bytes = b"-") -> None:
+        self.status = status
+        self.reason = reason
+        self.method = method
+        self.target = target
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Reject) and (self.status, self.reason) == (other.status, other.reason)
+
+    def __repr__(self) -> str:
+        return f"Reject({self.status}, {self.reason!r})"
+
+
+class Continue:
+    """The request whose headers just ended waits for `100 Continue` before sending its body.
+
+    Carries what the server needs to refuse it at once instead (no route, wrong method, a
+    body type the route does not take).
+    """
+
+    __slots__ = ("method", "path", "target", "content_type")
+
+    def __init__(self, method: str, path: str, target: bytes, content_type: bytes | None) -> None:
+        self.method = method
+        self.path = path
+        self.target = target
+        self.content_type = content_type
+
+    def __repr__(self) -> str:
+        return f"Continue({self.method} {self.path!r})"
+
+
+class _Refuse(Exception):
+    """Raised inside a parser callback to stop parsing with a Reject."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.reject = Reject(status, reason)
+
+
+class HttpConnection:
+    """Parses one connection's byte stream. States: open, upgraded, closed."""
+
+    __slots__ = ("_parser", "_events", "_url", "_headers", "_fed", "_head_bytes", "_keep_alive",
+                 "_message_ended", "_body", "_body_size", "_special", "_continue_at",
+                 "_content_type", "_content_length", "_request_id",
+                 "in_body", "upgraded", "closed", "_upgrade_buffer")
+
+    def __init__(self) -> None:
+        self._parser = httptools.HttpRequestParser(self)
+        self._events: list = []
+        self._url = b""
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._fed = 0  # bytes of the chunk being parsed
+        self._head_bytes = 0  # bytes received before it since the current message began
+        self._keep_alive = True
+        self._message_ended = False
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._special: dict[str, bytes] | None = None
+        self._content_type: bytes | None = None
+        self._content_length: bytes | None = None
+        self._request_id: str | None = None  # the valid X-Request-Id of the request being read
+        self._continue_at = False
+        #: Headers of a request are complete but its body is not (yet).
+        self.in_body = False
+        self.upgraded = False
+        self.closed = False
+        self._upgrade_buffer: list[bytes] = []
+
+    # --- public ----------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list:
+        """Consume bytes; return the events they complete, in order."""
+        if self.closed or self.upgraded:
+            if self.upgraded:
+                self._upgrade_buffer.append(data)
+            return []
+        events = self._events = []
+        self._fed = len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            self._start_upgrade(data, exc)
+        except httptools.HttpParserCallbackError as exc:
+            refusal = exc.__context__
+            if isinstance(refusal, _Refuse):  # raised by a callback: the request line is whole
+                self._refuse(self._naming_the_request(refusal.reject))
+            else:  # a bug of ours: still never raise out of feed
+                self._refuse(Reject(400, "malformed request"))
+        except httptools.HttpParserError as exc:
+            reject = _parse_error(exc)
+            if self._url or self.in_body:  # the request line was read: name the request
+                reject = self._naming_the_request(reject)
+            self._refuse(reject)
+        else:
+            if not self.in_body:
+                if self._message_ended:  # this chunk ended a message; its tail may start another
+                    self._message_ended = False
+                    self._head_bytes = 0
+                else:
+                    self._guard_head(len(data))
+        return events
+
+    def target(self) -> tuple[str, bytes]:
+        """(method, target as received) of the request being read, once its request line is
+        complete.
+
+        For the log line of a request refused or timed out before it was whole (a body that
+        stops arriving); not on the hot path.
+        """
+        return self._parser.get_method().decode("latin-1"), self._url or b"-"
+
+    def _naming_the_request(self, reject: Reject) -> Reject:
+        return Reject(reject.status, reject.reason, *self.target())
+
+    def take_upgrade_data(self) -> bytes:
+        """Bytes received after the upgrade request, for the upgraded protocol."""
+        data = b"".join(self._upgrade_buffer)
+        self._upgrade_buffer.clear()
+        return data
+
+    # --- limits ----------------------------------------------------------------------------
+
+    def _guard_head(self, size: int) -> None:
+        """Refuse a head that keeps growing without completing (431) before buffering it all."""
+        self._head_bytes += size
+        if self._head_bytes > HEAD_LIMIT:
+            self._refuse(Reject(431, "request header fields too large"))
+
+    def _refuse(self, reject: Reject) -> None:
+        self._events.append(reject)
+        self.closed = True
+        self.in_body = False
+
+    def _start_upgrade(self, data: bytes, exc: httptools.HttpParserUpgrade) -> None:
+        self.upgraded = True
+        offset = exc.args[0] if exc.args and isinstance(exc.args[0], int) else len(data)
+        if data[offset:]:
+            self._upgrade_buffer.append(data[offset:])
+
+    # --- httptools callbacks ---------------------------------------------------------------
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url  # b"" + url is url itself: no copy for a URL that arrives whole
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+        if (len(name) << 8 | name[0] | 32) in _SPECIAL_SHAPES:  # | 32: lower-case the letter
+            self._note_special(name, value)
+
+    def _note_special(self, name: bytes, value: bytes) -> None:
+        lower = name.lower()
+        if lower == b"content-type":  # the last one counts, as before
+            self._content_type = value
+            return
+        if lower == b"content-length":
+            if self._content_length is not None:
+                raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
+            self._content_length = value
+            return
+        if lower == _REQUEST_ID:
+            if self._request_id is None:  # the first field counts; an invalid one is dropped
+                self._request_id = valid_request_id(value) or ""
+            return
+        attr = _SPECIAL.get(lower)
+        if attr is None:
+            return
+        special = self._special
+        if special is None:
+            special = self._special = {}
+        if attr in special and attr == "transfer_encoding":
+            raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
+        special[attr] = value
+
+    def on_headers_complete(self) -> None:
+        parser = self._parser
+        special = self._special
+        # llhttp also admits HTTP/0.9 and 2.0; both parse as "not keep-alive" unless a
+        # Connection header (kept in `special`) says otherwise, so the (slow) version string
+        # is built only then: never for a keep-alive GET or POST.
+        keep_alive = self._keep_alive = parser.should_keep_alive()
+        if special is not None or not keep_alive:
+            if parser.get_http_version() not in _VERSIONS:
+                raise _Refuse(400, "unsupported HTTP version")
+        # The bytes received since the message began bound its head: measure only past 64 KiB.
+        if self._head_bytes + self._fed > HEAD_LIMIT and self._head_size() > HEAD_LIMIT:
+            raise _Refuse(431, "request header fields too large")
+        self.in_body = True
+        if special is not None:
+            self._check_framing(special)
+        elif self._content_length is not None and int(self._content_length) > BODY_LIMIT:
+            raise _Refuse(413, "request body too large")
+
+    def _head_size(self) -> int:
+        """The head's size as if written canonically (see _HEAD_OVERHEAD)."""
+        headers = sum(len(name) + len(value) + 4 for name, value in self._headers)
+        return headers + len(self._url) + len(self._parser.get_method()) + _HEAD_OVERHEAD
+
+    def _check_framing(self, special: dict[str, bytes]) -> None:
+        coding = special.get("transfer_encoding")
+        if coding is not None and coding.strip().lower() != b"chunked":
+            raise _Refuse(400, "unsupported transfer coding")
+        length = self._content_length
+        if length is not None and int(length) > BODY_LIMIT:
+            raise _Refuse(413, "request body too large")
+        expect = special.get("expect")
+        if expect is not None and expect.strip().lower() == b"100-continue":
+            # RFC 9110 §10.1.1: an HTTP/1.0 client's expectation is ignored
+            if (coding is not None or (length is not None and int(length) > 0)) \
+                    and self._parser.get_http_version() == "1.1":
+                self._continue_at = True
+                url = self._url
+                raw_method = self._parser.get_method()
+                path = url.partition(b"?")[0] if url[:1] == b"/" \
+                    else _other_target(url, raw_method)[0]
+                method = raw_method.decode("latin-1")
+                self._events.append(Continue(method, path.decode("latin-1"), url,
+                                             self._content_type))
+
+    def on_body(self, chunk: bytes) -> None:
+        self._body_size += len(chunk)
+        if self._body_size > BODY_LIMIT:
+            raise _Refuse(413, "request body too large")
+        self._body.append(chunk)
+
+    def on_message_complete(self) -> None:
+        events = self._events
+        if self._continue_at:
+            # The body arrived in the same bytes as the headers: a 100 would only be noise.
+            if events and events[-1].__class__ is Continue:
+                events.pop()
+            self._continue_at = False
+        parser = self._parser
+        url = self._url
+        raw_method = parser.get_method()
+        if url[:1] == b"/":
+            path, _, query = url.partition(b"?")
+        else:
+            path, query = _other_target(url, raw_method)
+        body = b""
+        if self._body:
+            body = b"".join(self._body)
+            self._body = []
+            self._body_size = 0
+        content_type = self._content_type
+        special = self._special
+        if special is None:  # no framing or upgrade header: the common GET and POST
+            upgrade = raw_method == b"CONNECT" and parser.should_upgrade()
+        else:
+            upgrade = _may_upgrade(parser, special, raw_method)
+        # After an upgrade request the bytes are not HTTP: no request can follow it.
+        request = Request(
+            _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
+            query, url, self._headers, body, self._keep_alive and not upgrade, content_type,
+            upgrade)
+        if self._request_id is not None:
+            request.rid = self._request_id
+            self._request_id = None
+        events.append(request)
+        self._url = b""
+        self._headers = []
+        self._special = None
+        self._content_type = self._content_length = None
+        self.in_body = False
+        self._message_ended = True
+
+
+def valid_request_id(value: bytes) -> str | None:
+    """The id in an `X-Request-Id` field when it is usable: 1 to 128 visible ASCII characters
+    (0x21-0x7E: no spaces, no control characters) but `"` and `\\`, else None (the request
+    then gets a new id from the server, and the field's value is never echoed). Such a value
+    is safe in a header field and on a log line, and needs no escaping in a JSON string (so
+    the access hook never looks for any)."""
+    if not 0 < len(value) <= REQUEST_ID_LIMIT:
+        return None
+    for byte in value:
+        if not 0x21 <= byte <= 0x7E or byte == 0x22 or byte == 0x5C:
+            return None
+    return value.decode("ascii")
+
+
+def _parse_error(exc: httptools.HttpParserError) -> Reject:
+    """400 for bytes that are not HTTP; a Content-Length too big for 64 bits is a body too large."""
+    if "Content-Length overflow" in str(exc):
+        return Reject(413, "request body too large")
+    return Reject(400, f"malformed request: {exc}")
+
+
+def _may_upgrade(parser: httptools.HttpRequestParser, special: dict | None, method: bytes) -> bool:
+    """llhttp's upgrade flag, asked only when an Upgrade header or CONNECT could have set it."""
+    if (special is None or "upgrade" not in special) and method != b"CONNECT":
+        return False
+    return parser.should_upgrade()
+
+
+def _other_target(url: bytes, method: bytes) -> tuple[bytes, bytes]:
+    """`http://host/p?q` → (b"/p", b"q"); `OPTIONS *` (RFC 9110 §7.1, the server as a whole)
+    → (b"*", b""); anything else that is not `/...` is refused."""
+    if url[:7] == b"http://" or url[:8] == b"https://":
+        parsed = httptools.parse_url(url)
+        return parsed.path or b"/", parsed.query or b""
+    if url == b"*" and method == b"OPTIONS":
+        return b"*", b""
+    raise _Refuse(400, "malformed request target")

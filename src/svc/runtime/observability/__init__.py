@@ -1,0 +1,3 @@
+"""Observability: the server's log (access lines, the program's own lines), Prometheus
+metrics and OpenTelemetry traces.
+"""

@@ -1,0 +1,2 @@
+"""Traffic policies applied before routing: CORS, rate limits and the gate that applies both.
+"""

@@ -1,0 +1,149 @@
+"""What svc.toml's `[cors]` and `[rate_limit]` do to a request before it is routed.
+
+The connection (http/connection.py) calls `Gate.stops` for every request when the
+program has either table, and not at all otherwise: a server without them pays one attribute
+test per request. `stops` answers the request itself and returns True for
+
+- a request over its client's rate limit: 429 `{"error":"too many requests"}` with
+  `Retry-After` (svc.runtime.traffic.rate_limit); /health and /ready are never limited (a load
+  balancer's probe must not be refused, nor make a client's budget run out);
+- a CORS preflight: 204 with the `Access-Control-Allow-*` fields when allowed, 403 naming
+  what is not allowed otherwise (svc.runtime.traffic.cors); a preflight for a path or method no route
+  serves gets that 404 or 405 instead, without CORS fields.
+
+Otherwise it leaves the CORS fields of the answer on the connection (`Connection.extra`,
+which every answer writes with its `X-Request-Id`) and returns False: the request is served as
+usual. The rate limit comes first, so a client over its limit costs nothing more; its 429
+carries the CORS fields too, so the page can read it.
+
+`[guard_limits]` limits per guard value (per user) instead, where that value exists: in the
+generated function of a guarded route, right after the guard (codegen/guard_calls.py), which
+calls `guard_limit(guard, value)`. Its buckets (`GUARD_BUCKETS`, one table per limited guard)
+are made by `install_guard_limits` with the server's, before any worker is forked.
+"""
+
+from __future__ import annotations
+
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from svc.runtime.traffic import cors as cors_rules
+from svc.runtime.http.responses import JSON, error_body, head
+from svc.runtime.http.routing import Refusal
+from svc.runtime.traffic.rate_limit import Buckets, retry_after
+from svc.runtime.lib.support import SvcError
+from svc.rules.traffic import cors_settings, rate_limit_settings
+
+if TYPE_CHECKING:
+    from svc.runtime.http.connection import Connection
+    from svc.runtime.http.protocol import Request
+
+#: Paths no rate limit applies to: liveness and readiness probes.
+EXEMPT = frozenset({"/health", "/ready"})
+TOO_MANY = error_body("too many requests")
+#: guard name → the buckets of its values, for the server of this process (empty in
+#: `svc test`'s test_request and wherever no server runs: no limit there)
+GUARD_BUCKETS: dict[str, Buckets] = {}
+_encode = msgspec.json.Encoder().encode
+
+
+class Gate:
+    def __init__(self, cors: cors_rules.Cors | None, buckets: Buckets | None,
+                 forwarded: bool = False) -> None:
+        self.cors = cors
+        self.buckets = buckets
+        #: the client is the last address of the last X-Forwarded-For field
+        self.forwarded = forwarded
+
+    def stops(self, conn: Connection, req: Request) -> bool:
+        """Answer the request here (True), or leave it to its route (False)."""
+        cors = self.cors
+        origin = None
+        if cors is not None:
+            origin = req.header(b"origin")
+            conn.extra = cors_rules.actual_fields(cors, origin)
+        if self.buckets is not None and req.path not in EXEMPT:
+            wait = self.buckets.admit(self.client(conn, req), monotonic())
+            if wait > 0.0:
+                conn.route = None
+                conn.finish(req, 429, JSON, TOO_MANY, b"Retry-After: %d\r\n" % retry_after(wait))
+                return True
+        if cors is not None and req.method == "OPTIONS" and origin is not None:
+            asked = req.header(b"access-control-request-method")
+            if asked is not None:
+                self._preflight(conn, req, cors, origin, asked)
+                return True
+        return False
+
+    def _preflight(self, conn: Connection, req: Request, cors: cors_rules.Cors,
+                   origin: bytes, asked: bytes) -> None:
+        conn.route = None
+        found: Any = conn.app.router.resolve(asked.decode("latin-1").strip(), req.path)
+        if found.__class__ is Refusal:  # no route for it: the usual 404 or 405, no CORS
+            conn.extra = b""
+            conn.finish(req, found.status, JSON, found.body, found.extra)
+            return
+        allowed, answer = cors_rules.preflight(cors, origin, asked,
+                                               req.header(b"access-control-request-headers"))
+        if allowed:  # 204 has no Content-Length (RFC 9110, 8.6)
+            assert isinstance(answer, bytes)
+            conn.extra = b""
+            keep = conn.keeps_alive(req)
+            conn.send(req, 204, keep, head(204, None, None, keep, answer + conn.id_line(req)))
+        else:
+            conn.extra = cors_rules.PREFLIGHT_VARY
+            conn.finish(req, 403, JSON, error_body(str(answer)))
+
+    def client(self, conn: Connection, req: Request) -> str:
+        """The client's key: its address (without the port), or with `client =
+        "x-forwarded-for"` the last entry of the last X-Forwarded-For field when there is one
+        (what the proxy in front appended: the entries before it are the client's word)."""
+        if self.forwarded:
+            last = None
+            for name, value in req.headers:
+                if name.lower() == b"x-forwarded-for":
+                    last = value
+            if last is not None:
+                entry = last.rpartition(b",")[2].strip()
+                if entry:
+                    return entry.decode("latin-1")
+        name = conn.transport.get_extra_info("peername")
+        return str(name[0]) if isinstance(name, tuple) and name else "local"
+
+
+def gate_for(traffic: dict[str, dict] | None, shared: bool) -> Gate | None:
+    """The gate of svc.toml's tables as the generated program passes them to `serve` (None
+    without either table); `shared`: buckets shared by worker processes forked later."""
+    if not traffic or ("cors" not in traffic and "rate_limit" not in traffic):
+        return None
+    cors = cors_rules.Cors(cors_settings(traffic["cors"])) if "cors" in traffic else None
+    buckets, forwarded = None, False
+    if "rate_limit" in traffic:
+        settings = rate_limit_settings(traffic["rate_limit"])
+        buckets = Buckets(settings, shared)
+        forwarded = settings.client == "x-forwarded-for"
+    return Gate(cors, buckets, forwarded)
+
+
+def install_guard_limits(traffic: dict[str, dict] | None, shared: bool) -> None:
+    """Make the buckets of svc.toml's `[guard_limits]` for this server (shared by the workers
+    forked after it when `shared`)."""
+    GUARD_BUCKETS.clear()
+    for guard, table in ((traffic or {}).get("guard_limits") or {}).items():
+        GUARD_BUCKETS[guard] = Buckets(rate_limit_settings({**table, "client": "peer"}), shared)
+
+
+def guard_limit(guard: str, value: object) -> SvcError | None:
+    """After guard `guard` gave `value` (a user, say): None while that value's bucket has a
+    token, else the 429 error the route answers, with Retry-After. Equal values (by their
+    JSON) share one bucket."""
+    buckets = GUARD_BUCKETS.get(guard)
+    if buckets is None:
+        return None
+    wait = buckets.admit(_encode(value).decode("utf-8", "replace"), monotonic())
+    if wait <= 0.0:
+        return None
+    return SvcError("too_many_requests", "too many requests", None,
+                    (("Retry-After", str(retry_after(wait))),))
