@@ -166,15 +166,18 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     app = App(loop, Router(tuple(builtin_routes.ROUTES) + tuple(routes)), db, 10,
               ServerLog(quiet=os.environ.get("BENCH_LOG") is None), processing_limit=120.0)
     request, status = CASES[case]
-    tracing = None
+    tracer = None
     if os.environ.get("BENCH_TRACES"):  # spans exported to this OTLP endpoint, as a server does
         from svc.runtime.observability import tracing
 
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = os.environ["BENCH_TRACES"]
-        problem = tracing.start(8080, app.log, loop)
-        if problem is not None:
-            raise SystemExit(f"traces: {problem.message}")
-        app.tracer, app.every_id = tracing.active, True
+        tracer = tracing.start(8080, app.log, loop, "bench")
+        if tracer is None or not hasattr(tracer, "shut_down"):
+            raise SystemExit(f"traces: {getattr(tracer, 'message', 'not started')}")
+        app.tracer, app.every_id = tracer, True
+        from svc.runtime import services
+
+        services.use(services.Services(tracer=tracer))  # the statements' spans too
     from svc.runtime.http import server
 
     if hasattr(server, "settle_collector"):  # as the server does before it listens
@@ -188,8 +191,8 @@ async def drive(case: str, count: int, connections: int, db_path: str) -> float:
     started = time.perf_counter()
     await driver.run(count)
     elapsed = time.perf_counter() - started
-    if tracing is not None:  # the spans still queued are exported (and counted) too
-        await tracing.stop()
+    if tracer is not None:  # the spans still queued are exported (and counted) too
+        await tracer.shut_down()
     from svc.runtime import db as db_module
 
     db_module.close_all()

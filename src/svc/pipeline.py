@@ -105,8 +105,7 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
         return Failed(diagnostics, sources)
     program, diagnostics = check_modules(modules, os.path.normpath(entry))
     if project is not None:
-        program.config_table, program.demo_routes = project.config, project.demo_routes
-        program.traffic = project.traffic
+        program.settings = project.settings
         if not diagnostics:
             diagnostics = _config_diagnostics(program, project, sources) \
                 + _guard_limit_diagnostics(program, project, sources)
@@ -131,7 +130,7 @@ def _guard_limit_diagnostics(program: CheckedProgram, project: Project,
                              sources: dict[str, SourceFile]) -> list[Diagnostic]:
     """svc.toml's `[guard_limits]` checked against the routes' guards: each table names a
     guard some route runs, whose Ok value is a class (svc.rules.traffic), reported at its header."""
-    limits = project.traffic.get("guard_limits", {})
+    limits = project.settings.tables.get("guard_limits", {})
     if not limits:
         return []
     kinds: dict[str, set[str]] = {}

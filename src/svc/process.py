@@ -28,7 +28,7 @@ import time
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from types import FrameType, ModuleType
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from svc.rules.contract import RECURSION_LIMIT
@@ -168,9 +168,9 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
         try:
             return runner.run(coroutine)
         finally:
-            outbound = sys.modules.get("svc.runtime.lib.outbound")  # a program that calls out
-            if outbound is not None:
-                runner.run(outbound.close_sessions())  # its pooled connections, on this loop
+            from svc.runtime import services  # a program's run: svcc check never gets here
+
+            runner.run(services.end_loop())  # what is bound to this loop (client sessions)
 
 
 def raise_recursion_limit() -> None:
@@ -266,20 +266,15 @@ class Watchdog:
                 self._set_async_exc(self._target, self._fault)  # raised at its next bytecode
 
 
-# --- databases --------------------------------------------------------------------------------
-
-def database_module() -> ModuleType | None:
-    """svc.runtime.db if the program imported it (it uses a database), else None: the glue
-    never imports it itself, so a program without a database neither loads nor closes one."""
-    return sys.modules.get("svc.runtime.db")
-
+# --- shutting down -------------------------------------------------------------------------------
 
 def close_databases() -> None:
-    """Close every database the program opened (its threads stopped, SQLite's WAL
-    checkpointed): at server shutdown, and after each test."""
-    db_module = database_module()
-    if db_module is not None:
-        db_module.close_all()
+    """Release what the program's lazily imported modules hold (its databases closed, their
+    threads stopped, SQLite's WAL checkpointed; the password hashing threads): at server
+    shutdown, and after each test (svc.runtime.services' lifecycle registry)."""
+    from svc.runtime import services
+
+    services.shut_down()
 
 
 # --- a fault as one line ----------------------------------------------------------------------

@@ -13,6 +13,7 @@ holds the program's configuration and server switches.
     [cors]                  # optional: answers to browsers of other origins (svc.rules.traffic)
     [rate_limit]            # optional: a token bucket per client (svc.rules.traffic)
     [guard_limits.f]        # optional: a token bucket per value of the guard f (svc.rules.traffic)
+    [jobs]                  # optional: the job runner's poll interval and lease grace (svc.rules.settings)
 
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
 diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
@@ -31,13 +32,12 @@ from dataclasses import dataclass, field
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
 from svc.rules.config_values import SECRET_WORDS, env_name, is_secret, toml_type
+from svc.rules.settings import TABLES, Settings, jobs_problem
 from svc.rules.traffic import cors_problem, guard_limits_problem, rate_limit_problem
 
 CONFIG_NAME = "svc.toml"
 KEYS = {"entry": "the entry .svc file, relative to the project folder",
         "name": "the program's name"}
-#: The tables svc.toml may hold.
-TABLES = ("config", "server", "cors", "rate_limit", "guard_limits")
 #: The keys of `[server]`, each a boolean.
 SERVER_KEYS = {"demo_routes": "whether the demonstration routes /stream and /ws are served"}
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
@@ -49,10 +49,13 @@ class Project:
     directory: str
     entry: str  # the entry file's path, joined to the project directory
     name: str | None = None
-    config: dict[str, object] = field(default_factory=dict)  # `[config]`: TOML scalars
-    demo_routes: bool = True  # `[server] demo_routes`
-    #: `[cors]`, `[rate_limit]`, `[guard_limits]` as written (checked by svc.rules.traffic)
-    traffic: dict[str, dict] = field(default_factory=dict)
+    #: svc.toml's tables, checked, as the program's settings
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def config(self) -> dict[str, object]:
+        """`[config]`: TOML scalars ({} without the table)."""
+        return dict(self.settings.config or {})
 
 
 def config_path(directory: str) -> str:
@@ -95,7 +98,7 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
             continue
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
-                         "[server], [cors], [rate_limit], [guard_limits])", line, col, len(key))
+                         "[server], [cors], [rate_limit], [guard_limits], [jobs])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
@@ -110,9 +113,7 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         problem = "does not exist" if not os.path.exists(path) else "is not a file"
         return error(f"the entry file '{path}' named in svc.toml {problem}", line, col,
                      len("entry"))
-    return Project(directory, path, data.get("name"), dict(data.get("config", {})),
-                   data.get("server", {}).get("demo_routes", True),
-                   {key: data[key] for key in TABLES[2:] if key in data}), []
+    return Project(directory, path, data.get("name"), Settings.from_tables(data)), []
 
 
 def _assigns_secret(source: SourceFile, line: int) -> bool:
@@ -150,7 +151,7 @@ def _server_problem(table: dict) -> tuple[str, str] | None:
 
 _TABLE_CHECKS = {"config": _config_problem, "server": _server_problem,
                  "cors": cors_problem, "rate_limit": rate_limit_problem,
-                 "guard_limits": guard_limits_problem}
+                 "guard_limits": guard_limits_problem, "jobs": jobs_problem}
 
 
 def guard_limit_position(source: SourceFile, guard: str, key: str) -> tuple[int, int]:

@@ -16,10 +16,12 @@ import types
 
 from svc import process
 from svc.compiler.diagnostics import escape_controls
+from svc.rules.settings import Settings
 
 MODULE_NAME = "__svc_program__"
-#: The generated configuration table (svc.compiler.codegen.pyast.CONFIG).
+#: The generated configuration table and settings (svc.compiler.codegen.pyast).
 CONFIG_TABLE = "_svc_CONFIG"
+SETTINGS = "_svc_SETTINGS"
 
 
 def load_namespace(code: list[tuple[str, types.CodeType]]) -> dict:
@@ -35,12 +37,19 @@ def read_configuration(namespace: dict) -> list[str]:
     """Read the configuration of a program that calls `config[T]()` (svc.runtime.lib.config), as
     it starts: the problems found, each a line naming the key; [] when all is well, and for a
     program without configuration (which never imports the module)."""
-    table = namespace.get(CONFIG_TABLE)
-    if table is None:
+    classes = namespace.get(CONFIG_TABLE)
+    if classes is None:
         return []
     from svc.runtime.lib.config import load
 
-    return load(table)
+    table = settings_of(namespace).config
+    return load((None if table is None else dict(table), classes))
+
+
+def settings_of(namespace: dict) -> Settings:
+    """The program's settings (svc.toml's tables), as its entry module holds them."""
+    found = namespace.get(SETTINGS)
+    return found if isinstance(found, Settings) else Settings()
 
 
 def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) -> int:
@@ -56,12 +65,15 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
             for problem in problems:
                 print(f"error: {escape_controls(problem)}", file=sys.stderr)
             return 1
-        name_traces(code, base_dir)
         if base_dir is not None:
             from svc.runtime.db import set_base_directory
 
             set_base_directory(base_dir)
-        result = _run_main(namespace["main"])
+        from svc.runtime import services
+
+        program = services.Services(settings_of(namespace), name=program_name(code, base_dir))
+        with services.running(program):  # main, and every task and server it starts
+            result = _run_main(namespace["main"])
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - a fault out of main is reported, not raised
@@ -77,17 +89,15 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
     return 0
 
 
-def name_traces(code: list[tuple[str, types.CodeType]], base_dir: str | None) -> None:
+def program_name(code: list[tuple[str, types.CodeType]], base_dir: str | None) -> str:
     """The program's name, the `service.name` of its spans unless OTEL_SERVICE_NAME says
-    otherwise (svc.runtime.observability.tracing): the project's folder, else the first file's name."""
+    otherwise (svc.runtime.observability.tracing): the project's folder, else the first file's
+    name."""
     from pathlib import PurePath
 
-    from svc.runtime.observability import tracing
-
     if base_dir is not None:
-        tracing.program = PurePath(base_dir).name or tracing.program
-    elif code:
-        tracing.program = PurePath(code[0][0]).stem or tracing.program
+        return PurePath(base_dir).name or "svc"
+    return (PurePath(code[0][0]).stem or "svc") if code else "svc"
 
 
 def _run_main(main):

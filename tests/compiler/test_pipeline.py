@@ -213,14 +213,16 @@ def test_project_settings_reach_the_checked_program(tmp_path: Path) -> None:
     checked = check(Target(project=str(tmp_path)))
     assert isinstance(checked, Checked), checked
     program = checked.program
-    assert program.config_table == {"port": 8080, "name": "x"}
-    assert program.demo_routes is False and list(program.config_classes) == ["C"]
-    write(tmp_path, {"svc.toml": 'entry = "main.svc"\n'})
+    assert program.settings.config == {"port": 8080, "name": "x"}
+    assert program.settings.demo_routes is False and list(program.config_classes) == ["C"]
+    write(tmp_path, {"svc.toml": 'entry = "main.svc"\n[jobs]\npoll_seconds = 0.05\n'})
     program = check(Target(project=str(tmp_path))).program  # type: ignore[union-attr]
-    assert program.config_table == {} and program.demo_routes is True
+    assert program.settings.config == {} and program.settings.demo_routes is True
+    assert program.settings.jobs.poll_seconds == 0.05
+    assert program.settings.jobs.lease_grace_seconds == 5.0
     alone = check(Target(file=str(tmp_path / "main.svc")))
     assert isinstance(alone, Checked)
-    assert alone.program.config_table is None and alone.program.demo_routes is True
+    assert alone.program.settings.config is None and alone.program.settings.demo_routes is True
 
 
 def test_a_config_key_is_found_under_its_table_not_elsewhere(tmp_path: Path) -> None:

@@ -125,7 +125,8 @@ def namespace(tmp_path: Path, toml: str | None, source: str = PROGRAM) -> dict:
 
 
 def read(ns: dict, environ: dict[str, str]) -> list[str]:
-    return runtime_config.load(ns["_svc_CONFIG"], environ)
+    table = ns["_svc_SETTINGS"].config
+    return runtime_config.load((None if table is None else dict(table), ns["_svc_CONFIG"]), environ)
 
 
 def test_the_environment_wins_over_svc_toml_and_optional_fields_may_be_absent(

@@ -31,6 +31,8 @@ from svc.runtime.http.routing import Router
 from svc.runtime.observability.metrics_endpoint import registry_for
 from svc.runtime.observability.serverlog import ServerLog, log_format_from_env, program_line
 from svc.runtime.lib.support import SvcError
+from svc.runtime import services
+from svc.runtime.services import Services
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 GENERATED_ID = re.compile(r"^[0-9a-f]{12}-\d+$")
@@ -122,7 +124,7 @@ class Served:
         self.counts.apps.append(self.app)
         if counting:
             self.log.set_metrics(self.counts.requests)
-        serverlog.active = self.log
+        services.use(Services(log=self.log))  # this scenario's task: its log_* lines go here
 
     async def ask(self, *requests: bytes) -> list[tuple[int, dict[str, str], bytes]]:
         """Each request on a connection of its own; the answers."""
@@ -151,7 +153,6 @@ class Served:
 @pytest.fixture(autouse=True)
 def no_log_left_active():
     yield
-    serverlog.active = None
     assert running.request is None, "a handler's request was left as the running one"
 
 
@@ -487,20 +488,17 @@ def test_merging_workers_sums_counters_and_histograms_and_only_live_gauges():
 
 
 def test_jobs_and_database_waits_are_counted_only_while_metrics_are_on():
-    saved = metrics.current
-    metrics.current = None
-    try:
+    program = Services()
+    with services.running(program):
         metrics.job_enqueued("mail")
         metrics.db_waited("x.sqlite", 0.5)  # off: nothing to count into, nothing raised
-        counts = metrics.current = metrics.ProcessMetrics()
+        counts = program.metrics = metrics.ProcessMetrics()
         metrics.job_enqueued("mail")
         metrics.job_enqueued("mail")
         metrics.job_ran("mail", "retry", 0.02)
         metrics.job_ran("mail", "dead", 0.03)
         metrics.db_waited("x.sqlite", 0.002)
         found = scrape(lambda: metrics.merge([counts.snapshot()]))
-    finally:
-        metrics.current = saved
     assert found[("svc_jobs_enqueued_total", (("job", "mail"),))] == 2
     assert found[("svc_job_runs_total", (("job", "mail"), ("outcome", "retry")))] == 1
     assert found[("svc_job_runs_total", (("job", "mail"), ("outcome", "dead")))] == 1

@@ -106,15 +106,18 @@ def test_a_good_table_gives_its_settings() -> None:
 def test_guard_limits_key_buckets_by_the_guards_value() -> None:
     import msgspec
 
+    from svc.rules.settings import Settings
+    from svc.runtime import services
     from svc.runtime.traffic import gate
 
     class User(msgspec.Struct):
         id: int
         name: str
 
-    try:
-        gate.install_guard_limits({"guard_limits": {"require_user": {
-            "requests_per_second": 0.5, "burst": 2}}}, shared=False)
+    program = services.Services(Settings.from_tables({"guard_limits": {"require_user": {
+        "requests_per_second": 0.5, "burst": 2}}}))
+    with services.running(program):
+        gate.install_guard_limits(program, shared=False)
         ada, bob = User(1, "ada"), User(2, "bob")
         assert [gate.guard_limit("require_user", ada) for _ in range(2)] == [None, None]
         refused = gate.guard_limit("require_user", User(1, "ada"))  # an equal value: same bucket
@@ -122,9 +125,7 @@ def test_guard_limits_key_buckets_by_the_guards_value() -> None:
         assert refused.headers == (("Retry-After", "2"),)  # a token every 2 s
         assert gate.guard_limit("require_user", bob) is None
         assert gate.guard_limit("other_guard", ada) is None  # not limited
-    finally:
-        gate.install_guard_limits(None, shared=False)
-    assert gate.guard_limit("require_user", ada) is None  # no server: no limit
+    assert gate.guard_limit("require_user", ada) is None  # another program's: no limit
 
 
 @pytest.mark.parametrize("table, key", [

@@ -13,6 +13,7 @@ from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import Type
 from svc.rules.contract import ParamSource, ResultKind
+from svc.rules.settings import Settings
 
 
 @dataclass
@@ -140,10 +141,7 @@ class CheckedProgram:
     references: dict[Span, Span] = field(default_factory=dict)
     included_files: list[str] = field(default_factory=list)
     # The classes `config[T]()` reads, by name, in order of first use (check/config_class.py),
-    # and what svc.toml says for them: its `[config]` table (None without svc.toml), and
-    # whether `[server] demo_routes` leaves /stream and /ws on (svc.pipeline sets both).
     config_classes: dict[str, None] = field(default_factory=dict)
-    config_table: Optional[dict[str, object]] = None
-    demo_routes: bool = True
-    # svc.toml's `[cors]` and `[rate_limit]` tables (svc.rules.traffic), given to `serve` as written.
-    traffic: dict[str, dict] = field(default_factory=dict)
+    # svc.toml's tables (the defaults without svc.toml): svc.pipeline sets them, code
+    # generation emits them once for serve, test_request, run_jobs and the runner.
+    settings: Settings = field(default_factory=Settings)

@@ -84,7 +84,7 @@ def document(program: CheckedProgram, title: str, version: str = "0") -> dict[st
             "Other methods on this path are answered 405 with an Allow header; HEAD is "
             "answered wherever GET is; OPTIONS is answered 204 with the Allow header.")})
         item[route.method.lower()] = _operation(program, route, operation_id)
-    paths.update(_builtin_paths(program.demo_routes))
+    paths.update(_builtin_paths(program.settings.demo_routes))
     components: dict[str, Any] = {"schemas": _component_schemas(program),
                                   "responses": _component_responses()}
     schemes = openapi_security.security_schemes(program)  # the auth guards' (guards)
@@ -250,8 +250,9 @@ def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
 def _rate_limited(program: CheckedProgram, route: RouteInfo) -> bool:
     """svc.toml's `[rate_limit]` limits every route, `[guard_limits]` the routes that run a
     guard it names (svc.rules.traffic)."""
-    limited = program.traffic.get("guard_limits", {})
-    return "rate_limit" in program.traffic or any(use.guard in limited for use in route.guards)
+    limited = {guard for guard, _ in program.settings.guard_limits}
+    return program.settings.rate_limit is not None or any(
+        use.guard in limited for use in route.guards)
 
 
 def _error_response(status: int) -> dict[str, Any]:

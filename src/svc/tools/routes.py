@@ -31,7 +31,7 @@ def table(program: CheckedProgram) -> str:
     """The table's text: a header line, the built-in routes, then the program's."""
     rows = [("METHOD", "PATH", "HANDLER", "GUARDS")]
     rows += [("GET", path, "(built-in)", "-") for path in RESERVED_PATHS
-             if program.demo_routes or path not in DEMO_PATHS]
+             if program.settings.demo_routes or path not in DEMO_PATHS]
     rows += [route_line(r) for r in program.routes]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return "".join(f"{m:<{widths[0]}}  {p:<{widths[1]}}  {h:<{widths[2]}}  {g}".rstrip() + "\n"

@@ -5,7 +5,9 @@ import the program's files and call its handlers as the async functions they are
 program's `main` is compiled but never called.
 
 Each test runs on its own: the code objects are executed again into a fresh namespace (fresh
-module state), on a fresh event loop, and every database it opened is closed after it. A
+module state), on a fresh event loop, with services of its own (svc.runtime.services: its
+`http_stub` table, test_request's router, traffic gate and rate-limit buckets), and every
+database it opened is closed after it (the lifecycle registry's shutdown and reset). A
 failed assertion, an `Err` returned, a run-time fault or running past the time limit fails
 the test with the line it happened at, and the run goes on with the next test.
 
@@ -146,25 +148,26 @@ def run_tests(code: list[tuple[str, types.CodeType]], tests: list[SvcTest],
 
 def run_one(code: list[tuple[str, types.CodeType]], test: SvcTest, timeout: float) -> Outcome:
     """Run one test in a fresh namespace; never raises for anything the test does."""
-    from svc.runner import load_namespace, read_configuration
+    from svc.runner import load_namespace, read_configuration, settings_of
+    from svc.runtime import services
     from svc.runtime.lib.support import SvcError
 
     started = time.monotonic()
     try:
         namespace = load_namespace(code)  # fresh module state for every test
-        outbound = sys.modules.get("svc.runtime.lib.outbound")  # the program calls out
-        if outbound is not None:
-            outbound.begin_test()  # an empty stub table; 127.0.0.1 only
         problems = read_configuration(namespace)
         if problems:
             return Outcome(False, time.monotonic() - started, tuple(problems))
-        result = _call_with_limit(namespace[global_name(test.name)], timeout)
+        fresh = services.Services(settings_of(namespace), testing=True)
+        with services.running(fresh):  # stubs only, calls to local hosts otherwise
+            result = _call_with_limit(namespace[global_name(test.name)], timeout)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - whatever the test did, the run goes on
         return Outcome(False, time.monotonic() - started, _failure_lines(exc, test, timeout))
     finally:
         process.close_databases()
+        services.reset_between_tests()
     seconds = time.monotonic() - started
     if isinstance(result, SvcError):
         return Outcome(False, seconds, (

@@ -20,7 +20,7 @@ from typing import Callable, Protocol
 
 from svc.compiler import builtin_table as B
 from svc.compiler import svctypes as T
-from svc.compiler.codegen.pyast import JOBS, ROUTES, SCHEDULES, CodegenError
+from svc.compiler.codegen.pyast import JOBS, ROUTES, SCHEDULES, SETTINGS, CodegenError
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import name as _name
 from svc.compiler.front import syntax
@@ -136,28 +136,17 @@ def _abs_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
 
 
 #: The builtins that also get tables of the entry module: the function each calls, and which.
-_TABLE_USERS = {"serve": ("http.server", "serve", (ROUTES, JOBS, SCHEDULES)),
-                "test_request": ("http.test_client", "test_request", (ROUTES,)),
-                "run_jobs": ("background.jobs", "run_jobs", (JOBS,))}
+_TABLE_USERS = {"serve": ("http.server", "serve", (ROUTES, JOBS, SCHEDULES, SETTINGS)),
+                "test_request": ("http.test_client", "test_request", (ROUTES, SETTINGS)),
+                "run_jobs": ("background.jobs", "run_jobs", (JOBS, SETTINGS))}
 
 
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
-    """`serve(db, port)` also gets the entry module's route, job and schedule tables;
-    `test_request(...)` its routes, `run_jobs(db)` its jobs; the first two `demo_routes=False`
-    when svc.toml's `[server] demo_routes = false` leaves out /stream and /ws, and `serve` its
-    `[cors]` and `[rate_limit]` tables as `traffic` (svc.rules.traffic)."""
+    """`serve(db, port)` also gets the entry module's route, job and schedule tables and its
+    settings (svc.rules.settings); `test_request(...)` its routes and settings, `run_jobs(db)`
+    its jobs and settings."""
     module, function, tables = _TABLE_USERS[e.target or ""]
-    keywords = []
-    if not gen.program.demo_routes and function != "run_jobs":  # svc.toml switched them off
-        keywords.append(ast.keyword(arg="demo_routes", value=ast.Constant(False)))
-    if gen.program.traffic and function == "serve":  # svc.toml's [cors] and [rate_limit]
-        keywords.append(ast.keyword(arg="traffic", value=_literal(gen.program.traffic)))
-    return _call(gen.runtime(module, function), args + [_name(t) for t in tables], keywords)
-
-
-def _literal(value: object) -> ast.expr:
-    """A TOML table (strings, numbers, booleans, arrays, tables) as a Python literal."""
-    return ast.parse(repr(value), mode="eval").body
+    return _call(gen.runtime(module, function), args + [_name(t) for t in tables])
 
 
 def _enqueue_job(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:

@@ -12,7 +12,8 @@ Shape of a generated module (all modules run in one shared namespace, in load or
     class Task(_svc_Struct, forbid_unknown_fields=True): ...    # one per svc class
     async def get_task(db, id): ...                              # one per svc function
     _svc_ROUTES = [_svc_Route(...), ...]                         # entry module only
-    _svc_CONFIG = (svc.toml's [config], ((Settings, ...), ...))   # entry, if config[T] is used
+    _svc_SETTINGS = _svc_Settings.from_tables({...})              # entry: svc.toml's tables
+    _svc_CONFIG = ((AppConfig, "AppConfig", fields), ...)        # entry, if config[T] is used
 
 Names: everything the generator introduces starts with `_svc_`; user names that are Python
 keywords or start with `_svc` are renamed to `_svc_u_<name>`, and locals that share a
@@ -28,7 +29,7 @@ import keyword
 from svc.compiler.check import config_class
 from svc.compiler.codegen import background_table, builtin_calls, guard_calls, route_table
 from svc.compiler.codegen.pyast import (
-    CONFIG, JOBS, PREFIX, ROUTES, SCHEDULES, TX_SCOPE, CodegenError, field_name, type_of,
+    CONFIG, JOBS, PREFIX, ROUTES, SCHEDULES, SETTINGS, TX_SCOPE, CodegenError, field_name, type_of,
 )
 from svc.compiler.codegen.pyast import call as _call
 from svc.compiler.codegen.pyast import located as _located
@@ -151,6 +152,7 @@ class _ModuleGen:
                     body.append(twin)
         body += self.constants_and_enums()
         if self.is_entry:
+            body.append(self.settings_value())
             body += self.route_list()
             body += self.background_lists()
             if self.program.config_classes:
@@ -174,6 +176,9 @@ class _ModuleGen:
         if self.contract:
             names = [ast.alias(name=n, asname=PREFIX + n) for n in sorted(self.contract)]
             out.append(ast.ImportFrom(module="svc.rules.contract", names=names, level=0))
+        if self.is_entry:
+            out.append(ast.ImportFrom(module="svc.rules.settings", names=[
+                ast.alias(name="Settings", asname=PREFIX + "Settings")], level=0))
         for mod in sorted(self.runtime_modules):
             package, _, leaf = f"svc.runtime.{mod}".rpartition(".")
             out.append(ast.ImportFrom(module=package, names=[
@@ -477,7 +482,7 @@ class _ModuleGen:
         names: dict[int, str] = {}
         for index, route in enumerate(routes):
             if route.guards:
-                limited = frozenset(self.program.traffic.get("guard_limits", {}))
+                limited = frozenset(guard for guard, _ in self.program.settings.guard_limits)
                 fn = guard_calls.wrapper(route, index, self.callee, self.rt("SvcError"), limited,
                                          self.runtime("traffic.gate", "guard_limit") if limited else None)
                 here = route.span if route.span.file == self.module.path else None
@@ -519,13 +524,21 @@ class _ModuleGen:
             out.append(_located(node, spans[-1]) if spans else node)
         return out
 
+    def settings_value(self) -> ast.stmt:
+        """`_svc_SETTINGS = _svc_Settings.from_tables({...})`: svc.toml's checked tables,
+        built into the program's settings as svc.project built them (svc.rules.settings);
+        `_svc_Settings()`, the defaults, without svc.toml."""
+        settings = self.program.settings
+        call = ast.Call(func=_name(PREFIX + "Settings"), args=[], keywords=[])
+        if settings.config is not None:  # a project: svc.toml's tables, the defaults filled in
+            tables = ast.parse(repr(dict(settings.tables)), mode="eval").body
+            call = ast.Call(func=ast.Attribute(value=call.func, attr="from_tables",
+                                               ctx=ast.Load()), args=[tables], keywords=[])
+        return ast.Assign(targets=[_store(SETTINGS)], value=call)
+
     def config_table(self) -> ast.stmt:
-        """`_svc_CONFIG = (svc.toml's [config] or None, ((Class, "Class", fields), ...))`,
-        read by svc.runtime.lib.config before `main` (its values are TOML scalars)."""
-        table = self.program.config_table
-        table_node: ast.expr = ast.Constant(None) if table is None else ast.Dict(
-            keys=[ast.Constant(k) for k in table],
-            values=[ast.Constant(v) for v in table.values()])  # type: ignore[arg-type]
+        """`_svc_CONFIG = ((Class, "Class", fields), ...)`: the configuration classes, read
+        by svc.runtime.lib.config before `main` with svc.toml's `[config]` (the settings')."""
         entries: list[ast.expr] = [
             ast.Tuple(elts=[_name(global_name(name)), ast.Constant(name),
                             # a tuple of constants is a constant to compile()
@@ -533,9 +546,7 @@ class _ModuleGen:
                                 self.program, name))],
                       ctx=ast.Load())
             for name in self.program.config_classes]
-        value = ast.Tuple(elts=[table_node, ast.Tuple(elts=entries, ctx=ast.Load())],
-                          ctx=ast.Load())
-        return ast.Assign(targets=[_store(CONFIG)], value=value)
+        return ast.Assign(targets=[_store(CONFIG)], value=ast.Tuple(elts=entries, ctx=ast.Load()))
 
     def handler_name(self, function: str) -> str:
         """The Python function a route calls: the plain-def twin when there is one."""

@@ -19,6 +19,8 @@ ROUTES = PREFIX + "ROUTES"
 #: The entry module's job and schedule tables (codegen/background_table.py).
 JOBS = PREFIX + "JOBS"
 SCHEDULES = PREFIX + "SCHEDULES"
+#: The entry module's settings: svc.toml's tables (svc.rules.settings), the defaults without it.
+SETTINGS = PREFIX + "SETTINGS"
 #: The entry module's configuration table, when the program calls `config[T]()`
 #: (svc.runtime.lib.config reads it before `main`).
 CONFIG = PREFIX + "CONFIG"

@@ -25,15 +25,17 @@ from collections.abc import Awaitable
 from typing import Any
 
 from svc.rules.contract import Job
+from svc.rules.settings import Settings
 from svc.process import fault_message
 from svc.runtime.background import job_store as store
-from svc.runtime.observability import metrics, tracing
+from svc.runtime.observability import metrics
 from svc.runtime.http.context import set_request_deadline
 from svc.runtime.db import db_one
 from svc.runtime.db.transactions import refuse_if_held
 from svc.runtime.db.base import Db, Tx
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcError, json_decode, json_encode
+from svc.runtime.services import current as current_services
 
 #: Jobs one process runs at once (`SVC_JOB_CONCURRENCY`).
 CONCURRENCY_VARIABLE = "SVC_JOB_CONCURRENCY"
@@ -48,8 +50,6 @@ PRUNE_SECONDS = 60.0
 MAX_BACKOFF_MS = 3_600_000
 #: How long a runner waits before trying again after its database refused a statement.
 DATABASE_PAUSE_SECONDS = 0.5
-
-_wake_events: list[asyncio.Event] = []
 
 
 async def enqueue(db: Db | Tx, name: str, payload: Any, attempts: int,
@@ -67,8 +67,7 @@ async def enqueue(db: Db | Tx, name: str, payload: Any, attempts: int,
                        attempts, deadline_ms, store.now_ms())
     if isinstance(row, SvcError):
         return SvcError(row.kind, f"cannot enqueue job '{name}': {row.message}")
-    for event in _wake_events:  # a runner in this process looks now (after a commit: soon)
-        event.set()
+    current_services().wake_job_runners()  # a runner in this process looks now (after a commit: soon)
     metrics.job_enqueued(name)
     return row.id  # type: ignore[attr-defined]
 
@@ -117,7 +116,7 @@ class JobRunner:
         self.last_prune = 0.0
 
     def start(self) -> None:
-        _wake_events.append(self.wake)
+        current_services().job_wakers.add(self.wake)
         self.loop_task = asyncio.get_running_loop().create_task(self.claim_loop())
 
     async def claim_loop(self) -> None:
@@ -172,10 +171,11 @@ class JobRunner:
         if definition is None:  # cannot happen: the claim names only this program's jobs
             return
         started = time.perf_counter()
-        if tracing.active is None:
+        tracer = current_services().tracer
+        if tracer is None:
             outcome = await self.outcome(definition, job)
         else:  # a span per run (svc.runtime.observability.otel), the parent of its statements
-            outcome = await tracing.active.background(job.name, "job", {
+            outcome = await tracer.background(job.name, "job", {
                 "svc.job.name": job.name, "svc.job.id": job.id, "svc.job.attempt": job.attempt,
             }, self.outcome(definition, job))
         if outcome is None:
@@ -216,8 +216,7 @@ class JobRunner:
         back in the queue."""
         self.stopping = True
         self.wake.set()
-        if self.wake in _wake_events:
-            _wake_events.remove(self.wake)
+        current_services().job_wakers.discard(self.wake)
         if self.loop_task is not None:
             await asyncio.gather(self.loop_task, return_exceptions=True)
         if self.running:
@@ -237,9 +236,10 @@ class JobRunner:
 RUN_JOBS_LIMIT = 10_000
 
 
-async def run_jobs(db: Db, jobs: list[Job]) -> int | SvcError:
+async def run_jobs(db: Db, jobs: list[Job], settings: Settings | None = None) -> int | SvcError:
     """`run_jobs(db)` in a test: claim and run the due jobs one at a time, as a server's runner
-    would (a failure is recorded and retried later, after its backoff), until none is due."""
+    would (a failure is recorded and retried later, after its backoff), until none is due.
+    `settings`: the program's (svc.toml's `[jobs]`), which generated code hands in."""
     if not isinstance(db, Db):
         return SvcError("invalid", "run_jobs needs a database handle")
     if db._holders:

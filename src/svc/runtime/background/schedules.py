@@ -18,11 +18,12 @@ import time
 
 from svc.rules.contract import Schedule
 from svc.runtime.background import job_store as store
-from svc.runtime.observability import serverlog, tracing
+from svc.runtime.observability import serverlog
 from svc.runtime.db.base import Db
 from svc.runtime.background.jobs import DATABASE_PAUSE_SECONDS, run_once, runner_id
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcError
+from svc.runtime.services import current as current_services
 
 #: How often a runner looks whether a run is due (and so how late a run may start).
 TICK_SECONDS = 0.25
@@ -102,7 +103,8 @@ class ScheduleRunner:
         started = time.perf_counter()
         try:
             run = run_once(schedule.handler(self.db), schedule.deadline_ms / 1000)
-            why = await (run if tracing.active is None else tracing.active.background(
+            tracer = current_services().tracer
+            why = await (run if tracer is None else tracer.background(
                 schedule.name, "schedule", {"svc.schedule.name": schedule.name}, run))
         except asyncio.CancelledError:  # stopped by the server's shutdown: the lease still goes
             why = "the server stopped before it finished"

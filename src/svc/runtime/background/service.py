@@ -11,7 +11,7 @@ import asyncio
 
 from svc.rules.contract import Job, Schedule
 from svc.runtime.background import job_store
-from svc.runtime.http import workers
+from svc.runtime.services import current as current_services
 from svc.runtime.db.base import Db
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcError
@@ -33,7 +33,7 @@ def runs_jobs_here(db: Db) -> bool:
     other's rows); on SQLite, which has one writer at a time, only the first worker (or the one
     server) does: a second runner in another process only waits on the first one's locks
     (measured with bench/jobs.svc and two workers: 200 jobs/s, against 1,500 with one runner)."""
-    return db.dialect != "sqlite" or workers.worker_slot in (None, 0)
+    return db.dialect != "sqlite" or current_services().worker_slot in (None, 0)
 
 
 async def start_background(db: Db, jobs: list[Job], schedules: list[Schedule],

@@ -16,7 +16,8 @@ from __future__ import annotations
 import atexit
 import sys
 
-from svc.runtime.observability import tracing
+from svc.runtime import services
+from svc.runtime.services import current as current_services
 from svc.runtime.db import postgres, sql_text, sqlite
 from svc.runtime.db.args import (BoolList, FloatList, IntList, TextList, nul_refused, usual,
                                  without_views)
@@ -80,10 +81,11 @@ async def db_exec(db: Db | Tx, sql: str, *args) -> int | SvcError:
         if isinstance(ready, SvcError):
             return _at_line(ready)
         sql, args = ready
-    if tracing.active is None:
+    tracer = current_services().tracer
+    if tracer is None:
         result = await db._submit(EXEC, sql, args, None)
     else:  # a client span around it (svc.runtime.observability.otel)
-        result = await tracing.active.statement(db, EXEC, sql, args, None)
+        result = await tracer.statement(db, EXEC, sql, args, None)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
@@ -100,10 +102,11 @@ async def db_all(cls: type, db: Db | Tx, sql: str, *args) -> list | SvcError:
         if isinstance(ready, SvcError):
             return _at_line(ready)
         sql, args = ready
-    if tracing.active is None:
+    tracer = current_services().tracer
+    if tracer is None:
         result = await db._submit(ALL, sql, args, cls)
     else:  # a client span around it (svc.runtime.observability.otel)
-        result = await tracing.active.statement(db, ALL, sql, args, cls)
+        result = await tracer.statement(db, ALL, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
@@ -120,10 +123,11 @@ async def db_one(cls: type, db: Db | Tx, sql: str, *args) -> object | None | Svc
         if isinstance(ready, SvcError):
             return _at_line(ready)
         sql, args = ready
-    if tracing.active is None:
+    tracer = current_services().tracer
+    if tracer is None:
         result = await db._submit(ONE, sql, args, cls)
     else:  # a client span around it (svc.runtime.observability.otel)
-        result = await tracing.active.statement(db, ONE, sql, args, cls)
+        result = await tracer.statement(db, ONE, sql, args, cls)
     if result.__class__ is SvcError and result.message.startswith(_AT_SVC_LINE):
         return at_svc_line(result, sys._getframe(1))
     return result
@@ -143,19 +147,34 @@ def close_all() -> None:
     postgres.close_all()
 
 
-def open_database_paths() -> list[str]:
-    """The path of every open database; the worker supervisor (svc.runtime.http.workers) refuses
-    more than one worker while an in-memory one is open (each worker would see its own)."""
-    return sqlite.open_paths()
+def _refuses_fork() -> str | None:
+    """The worker supervisor (svc.runtime.http.workers) refuses more than one worker while an
+    in-memory database is open (each worker would see its own)."""
+    if ":memory:" not in sqlite.open_paths():
+        return None
+    return ("SVC_WORKERS above 1 cannot serve an in-memory database (:memory:): each worker "
+            "would see a different one; use a database file")
 
 
-async def reopen_after_fork() -> SvcError | None:
-    """Called first thing in each worker process (svc.runtime.http.workers), on the worker's event
+async def _reopen_after_fork() -> str | None:
+    """First thing in each worker process (svc.runtime.http.workers), on the worker's event
     loop: every handle `main` opened gets fresh connections of the worker's own (an SQLite
     thread, a PostgreSQL pool); nothing is shared across a fork. A database that cannot be
-    reopened is the error returned."""
+    reopened is the message returned."""
     sqlite.reopen_after_fork()
-    return await postgres.reopen_after_fork()
+    problem = await postgres.reopen_after_fork()
+    return None if problem is None else problem.message
+
+
+def _gauges(rows: dict[str, list]) -> None:
+    """The queues of the open SQLite databases and the pools of the PostgreSQL ones, now."""
+    sqlite.add_gauges(rows)
+    postgres.add_gauges(rows)
+
+
+services.join(services.Component(
+    "databases", at_shutdown=close_all, gauges=_gauges, refuses_fork=_refuses_fork,
+    after_fork=_reopen_after_fork))
 
 
 # A program whose `main` returns without serving still closes its databases cleanly (the WAL

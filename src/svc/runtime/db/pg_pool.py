@@ -91,8 +91,7 @@ class Pool:
                 if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                     self._pass_on(waiter.result())  # handed over as it was cancelled
                 raise
-            if metrics.current is not None:
-                metrics.db_waited(metrics.database_label(self.url), self.loop.time() - since)
+            metrics.db_waited(metrics.database_label(self.url), self.loop.time() - since)
             if conn is not None:
                 return conn
             # None: a place was freed (a connection dropped); loop to open one

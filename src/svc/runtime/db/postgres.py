@@ -32,6 +32,7 @@ from svc.runtime.db.errors import several_statements, shorten, shutting_down, st
 from svc.runtime.db.pg_deadline import gave_up, unwatch, watch
 from svc.runtime.db.pg_pool import Pool
 from svc.runtime.db.rows import RowMapper, RowMismatch, mapper
+from svc.runtime.observability.metrics import database_label
 from svc.runtime.lib.support import SvcError
 
 try:
@@ -385,6 +386,19 @@ async def reopen_after_fork() -> SvcError | None:
             return pool
         db.pool = pool
     return None
+
+
+def add_gauges(rows: dict[str, list]) -> None:
+    """Each open pool's waiters, size and connections in use."""
+    for db in list(_pools.values()):
+        pool = db.pool
+        if pool is None:
+            continue
+        label = database_label(db.url)
+        rows["svc_db_queue_depth"].append([[label], len(pool.waiters)])
+        rows["svc_db_pool_size"].append([[label], pool.max_size])
+        rows["svc_db_pool_connections"].append([[label], pool.size])
+        rows["svc_db_pool_connections_in_use"].append([[label], pool.size - len(pool.idle)])
 
 
 def close_all() -> None:

@@ -36,6 +36,7 @@ does not fit the class), never raises for database problems. Choices made here:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import sqlite3
 import threading
@@ -153,8 +154,7 @@ class SqliteDb(Db):
             if timer is not None:
                 timer.cancel()
             loop = job[0].get_loop()
-            if metrics.current is not None:
-                metrics.db_waited(self.path, loop.time() - since)
+            metrics.db_waited(self.path, loop.time() - since)
             self._accept(loop, job)
             room -= 1
 
@@ -316,8 +316,11 @@ async def _start(path: str) -> Db | SvcError:
     loop = asyncio.get_running_loop()
     opened = loop.create_future()
     db = SqliteDb(path)
+    # The thread runs in a copy of the opener's context, so the callbacks it schedules on the
+    # loop find the program's services (svc.runtime.services) as the opener's code does.
     db._thread = threading.Thread(
-        target=_thread_main, args=(db, loop, opened), name=f"svc-db {path}", daemon=True)
+        target=contextvars.copy_context().run, args=(_thread_main, db, loop, opened),
+        name=f"svc-db {path}", daemon=True)
     try:
         db._thread.start()
     except RuntimeError as exc:  # no more threads
@@ -389,6 +392,12 @@ def close_all() -> None:
 
 # --- worker processes (svc.runtime.http.workers) --------------------------------------------------
 
+def add_gauges(rows: dict[str, list]) -> None:
+    """Each open database's queue depth (jobs queued for its thread and waiting for room)."""
+    for db in list(_open_dbs):
+        rows["svc_db_queue_depth"].append([[db.path], db.queued + len(db._overflow)])
+
+
 def open_paths() -> list[str]:
     """The path of every open database (`:memory:` for each in-memory one)."""
     return [db.path for db in _open_dbs]
@@ -412,7 +421,8 @@ def reopen_after_fork() -> None:
         db._submitted = db._taken = 0
         db._closing = False
         db._overflow = deque()
-        db._thread = threading.Thread(target=_reopened_thread_main, args=(db,),
+        db._thread = threading.Thread(target=contextvars.copy_context().run,
+                                      args=(_reopened_thread_main, db),
                                       name=f"svc-db {db.path}", daemon=True)
         db._thread.start()
 

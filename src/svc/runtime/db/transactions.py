@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from svc.runtime.observability import tracing
+from svc.runtime.services import current as current_services
 from svc.runtime.http.context import request_deadline
 from svc.runtime.db.base import COMMIT, OPEN, ROLLBACK, Db, Tx
 from svc.runtime.db.sqlite import SqliteDb
@@ -70,16 +70,18 @@ async def db_begin(db: Db, site: str = "", scope: list[Tx] | None = None) -> Tx 
 
 async def db_commit(tx: Tx) -> None | SvcError:
     """Make the transaction's changes permanent. The Tx is finished afterwards."""
-    if tracing.active is None:
+    tracer = current_services().tracer
+    if tracer is None:
         return await tx._end(COMMIT)
-    return await tracing.active.transaction_end(tx, "COMMIT", tx._end(COMMIT))
+    return await tracer.transaction_end(tx, "COMMIT", tx._end(COMMIT))
 
 
 async def db_rollback(tx: Tx) -> None | SvcError:
     """Undo the transaction's changes. The Tx is finished afterwards."""
-    if tracing.active is None:
+    tracer = current_services().tracer
+    if tracer is None:
         return await tx._end(ROLLBACK)
-    return await tracing.active.transaction_end(tx, "ROLLBACK", tx._end(ROLLBACK))
+    return await tracer.transaction_end(tx, "ROLLBACK", tx._end(ROLLBACK))
 
 
 def end_transactions(scope: list[Tx]) -> None:

@@ -32,7 +32,7 @@ import enum
 import traceback
 from collections import deque
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svc.rules.contract import PROCESSING_LIMIT, ResultKind
 from svc.process import fault_message
@@ -45,10 +45,14 @@ from svc.runtime.http.responses import JSON, TEXT, encode_result, error_body, re
 from svc.runtime.http.routing import BindError, CompiledRoute, Refusal, Router
 from svc.runtime.observability.accesslog import ServerLog, new_request_id
 from svc.runtime.http.answers import answer_error
-from svc.runtime.observability import serverlog  # noqa: F401 - formats ServerLog's rare lines (accesslog.py)
 from svc.runtime.lib.support import SvcError
 from svc.runtime.http.watchdog import SvcTimeout
 from svc.runtime.http.websocket import EchoSession
+
+if TYPE_CHECKING:
+    from svc.runtime.observability.tracing import Tracer
+    from svc.runtime.services import Services
+    from svc.runtime.traffic.gate import Gate
 
 #: Seconds a closed response waits for the peer to finish sending before the socket closes.
 LINGER_SECONDS = 1.0
@@ -110,9 +114,9 @@ class App:
         self.in_flight = 0
         #: eager.running, reached through the App: a module global costs a dict lookup.
         self.running: eager.Running = eager.running
-        self.tracer: Any = None  #: the spans (svc.runtime.observability.otel) while tracing, else None
-        #: svc.toml's [cors] and [rate_limit] (svc.runtime.traffic.gate.Gate), None without them
-        self.gate: Any = None
+        self.tracer: Tracer | None = None  #: the spans (observability.otel) while tracing
+        self.gate: Gate | None = None  #: svc.toml's [cors] and [rate_limit] (traffic.gate)
+        self.services: Services | None = None  #: the program's (svc.runtime.services)
         self.sweeper = Sweeper(loop)
         self.sweeper.hooks.append(responses.date.refresh)
         self.sweeper.hooks.append(log.flush)
@@ -193,7 +197,7 @@ class Connection(asyncio.Protocol):
             self.task = None
             self.app.in_flight -= 1
             task.cancel()
-        if self.span is not None:
+        if self.span is not None and self.app.tracer is not None:
             self.app.tracer.abandoned(self)
 
     def data_received(self, data: bytes) -> None:
@@ -323,7 +327,8 @@ class Connection(asyncio.Protocol):
         token = _deadline_var.set(deadline)
         running = self.app.running
         running.request = req
-        traced = None if self.app.tracer is None else self.app.tracer.request_started(self, req)
+        tracer = self.app.tracer
+        traced = None if tracer is None else tracer.request_started(self, req)
         try:
             finished, outcome = eager.start(self.loop, route.handler(*args))
         except Exception as exc:
@@ -331,8 +336,8 @@ class Connection(asyncio.Protocol):
         finally:
             running.request = None
             _deadline_var.reset(token)
-            if traced is not None:
-                self.app.tracer.request_left(traced)
+            if traced is not None and tracer is not None:
+                tracer.request_left(traced)
         if finished:
             return self.answer(req, route, outcome)
         # It awaits something: its Resumer answers when done, or the sweep at the limit.

@@ -16,21 +16,25 @@ import os
 import socket
 import sys
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from svc.rules.contract import DEFAULT_WAIT_SECONDS, PROCESSING_LIMIT, Job, Route, Schedule
 from svc.process import close_databases, stop_on_signals
+from svc.rules.settings import Settings
 from svc.runtime.http import builtin_routes, workers
-from svc.runtime.observability import metrics, serverlog, tracing
+from svc.runtime.observability import metrics, tracing
 from svc.runtime.http.connection import App, Connection
 from svc.runtime.http.routing import Router
 from svc.runtime.traffic.gate import Gate, gate_for, install_guard_limits
 from svc.runtime.observability.serverlog import ServerLog, log_format_from_env, quiet_from_env
 from svc.runtime.lib.support import SvcError
 from svc.runtime.http.watchdog import watch_loop
+from svc.runtime.services import current as current_services
 
 if TYPE_CHECKING:
-    from svc.runtime.background.service import Background
+    from svc.runtime.observability.tracing import Tracer
+    from svc.runtime.services import Services
 
 WAIT_VARIABLE = "SVC_HTTP_REQUEST_WAIT_SECONDS"
 #: Requests in flight at shutdown get their processing limit and a little more; then the
@@ -47,31 +51,23 @@ GEN0_THRESHOLD = 20_000
 
 async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None = None,
                 schedules: list[Schedule] | None = None,
-                demo_routes: bool = True,
-                traffic: dict[str, dict] | None = None) -> None | SvcError:
-    """Serve `routes` (plus /health, /ready, and /stream and /ws unless `demo_routes` is
-    False) on 127.0.0.1:port until SIGINT/SIGTERM, and run the program's `jobs` and
-    `schedules` (svc.runtime.background.service) meanwhile. `traffic`: svc.toml's `[cors]` and
-    `[rate_limit]` tables (svc.runtime.traffic.gate), the rate limit's buckets shared by the workers.
+                settings: Settings | None = None) -> None | SvcError:
+    """Serve `routes` (plus /health, /ready, and /stream and /ws unless svc.toml's `[server]
+    demo_routes = false`) on 127.0.0.1:port until SIGINT/SIGTERM, and run the program's `jobs`
+    and `schedules` (svc.runtime.background) meanwhile, as `settings` (svc.toml's tables) say.
 
     With `SVC_WORKERS` above 1 this process becomes the supervisor of that many worker
     processes (svc.runtime.http.workers), each serving through `serve_worker`; unset or 1, it
     serves here, with no supervisor and nothing more to pay.
     """
-    routes = [*builtin_routes.serving(demo_routes), *routes]  # what every process serves
-    log_format = log_format_from_env()  # refused once, before anything starts
-    if isinstance(log_format, SvcError):
-        return log_format
-    metrics_port = metrics.port_from_env()
-    if isinstance(metrics_port, SvcError):
-        return metrics_port
-    if metrics_port is not None and metrics_port == port:
-        return SvcError("invalid", f"SVC_METRICS_PORT must be another port than the "
-                                   f"program's own ({port})")
-    if tracing.wanted():  # refused once, before any worker starts
-        traces = tracing.check_settings()
-        if traces is not None:
-            return traces
+    settings = settings or Settings()
+    jobs, schedules = jobs or [], schedules or []
+    routes = [*builtin_routes.serving(settings.demo_routes), *routes]  # what every process serves
+    problem = _settings_problem(port)  # refused once, before anything starts
+    if problem is not None:
+        return problem
+    services = current_services()
+    services.settings = settings
     if os.environ.get(workers.VARIABLE) is not None:
         count = workers.worker_count_from_env()
         if isinstance(count, SvcError):
@@ -80,14 +76,30 @@ async def serve(db: Any, port: int, routes: list[Route], jobs: list[Job] | None 
             wait = wait_seconds_from_env()  # refused once, by the supervisor, not per worker
             if isinstance(wait, SvcError):
                 return wait
-            install_guard_limits(traffic, shared=True)
-            worker = functools.partial(serve_worker, jobs=jobs or [], schedules=schedules or [],
-                                       gate=gate_for(traffic, shared=True))
-            return await workers.supervise(db, port, routes, count, worker, metrics_port)
+            install_guard_limits(services, shared=True)  # before the fork: shared buckets
+            worker = functools.partial(serve_worker, jobs=jobs, schedules=schedules,
+                                       gate=gate_for(settings, shared=True))
+            return await workers.supervise(db, port, routes, count, worker,
+                                           metrics.port_from_env())  # type: ignore[arg-type]
     with watch_loop(asyncio.get_running_loop()):
-        install_guard_limits(traffic, shared=False)
-        return await _serve(db, port, routes, jobs or [], schedules or [],
-                            gate=gate_for(traffic, shared=False))
+        install_guard_limits(services, shared=False)
+        return await _serve(db, port, routes, jobs, schedules,
+                            gate=gate_for(settings, shared=False))
+
+
+def _settings_problem(port: Any) -> SvcError | None:
+    """The first environment setting the server refuses (each named once, by the one process
+    or the supervisor): the log format, the metrics port, the OTEL_* settings."""
+    log_format = log_format_from_env()
+    if isinstance(log_format, SvcError):
+        return log_format
+    metrics_port = metrics.port_from_env()
+    if isinstance(metrics_port, SvcError):
+        return metrics_port
+    if metrics_port is not None and metrics_port == port:
+        return SvcError("invalid", f"SVC_METRICS_PORT must be another port than the "
+                                   f"program's own ({port})")
+    return tracing.check_settings() if tracing.wanted() else None
 
 
 async def serve_worker(db: Any, listener: socket.socket, routes: list[Route],
@@ -106,6 +118,9 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
                  schedules: list[Schedule], listener: socket.socket | None = None,
                  ready: Callable[[], None] | None = None,
                  gate: Gate | None = None) -> None | SvcError:
+    """Start the server and the serving services in order, serve until a stop signal, then
+    stop them in the reverse order: one exit stack, so a service that fails to start stops
+    the ones started before it, and shutdown is the same list read backwards."""
     wait = wait_seconds_from_env()
     if isinstance(wait, SvcError):
         return wait
@@ -119,76 +134,104 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
         return metrics_port
     raise_open_file_limit()
     loop = asyncio.get_running_loop()
+    services = current_services()
     log = ServerLog(quiet=quiet_from_env(), json=log_format == "json")
     app = App(loop, Router(tuple(routes)), db, wait, log)  # the built-in ones included
-    app.gate = gate
+    app.gate, app.services = gate, services
     settle_collector()
+    async with AsyncExitStack() as stack:
+        server = await _listen(app, port, listener)
+        if isinstance(server, SvcError):
+            return server
+        stack.push_async_callback(_close_services, services)  # last: after the last answer
+        started = await _start_services(stack, app, _bound_port(server),
+                                        metrics_port, db, jobs, schedules)
+        if started is not None:
+            server.close()
+            return started
+        stop = asyncio.Event()
+        # Handlers go in before the "listening" line (a supervisor may signal as soon as it
+        # reads it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it
+        # short.
+        with stop_on_signals(loop, stop):
+            if ready is None:
+                print(f"listening on http://127.0.0.1:{_bound_port(server)}",
+                      flush=True)
+            else:
+                ready()
+            try:
+                await stop.wait()
+            finally:
+                await shut_down(app, server)
+                await stack.aclose()  # the services, in reverse order of their start
+    return None
+
+
+def _bound_port(server: asyncio.AbstractServer) -> int:
+    return server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+
+async def _listen(app: App, port: int, listener: socket.socket | None
+                  ) -> asyncio.AbstractServer | SvcError:
+    loop = app.loop
     try:
         if listener is not None:
-            server = await loop.create_server(lambda: Connection(app), sock=listener,
-                                              backlog=workers.LISTEN_BACKLOG)
-        else:
-            server = await loop.create_server(lambda: Connection(app), "127.0.0.1", port,
-                                              backlog=workers.LISTEN_BACKLOG, reuse_address=True)
+            return await loop.create_server(lambda: Connection(app), sock=listener,
+                                            backlog=workers.LISTEN_BACKLOG)
+        return await loop.create_server(lambda: Connection(app), "127.0.0.1", port,
+                                        backlog=workers.LISTEN_BACKLOG, reuse_address=True)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             return SvcError("invalid", f"port {port} is already in use")
         return SvcError("invalid", f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
-    bound = server.sockets[0].getsockname()[1]
-    traced = _start_traces(app, bound)
-    if isinstance(traced, SvcError):
-        server.close()
-        return traced
+
+
+async def _start_services(stack: AsyncExitStack, app: App, port: int, metrics_port: int | None,
+                          db: Any, jobs: list[Job], schedules: list[Schedule]) -> SvcError | None:
+    """The serving services, each pushed on `stack` with its stop as soon as it started:
+    traces, metrics (and their endpoint), the log the `log_*` builtins write to, the job and
+    schedule runners, the deadline sweep. The first that cannot start is returned."""
+    services = app.services
+    assert services is not None
+    tracer = tracing.start(port, app.log, app.loop, services.name)
+    if isinstance(tracer, SvcError):
+        return tracer
+    if tracer is not None:  # every request gets an id: its span and its answer carry it
+        app.tracer, app.every_id, services.tracer = tracer, True, tracer
+        stack.push_async_callback(_stop_traces, services, tracer)
     endpoint = await _start_metrics(app, metrics_port)
     if isinstance(endpoint, SvcError):
-        server.close()
-        await tracing.stop()
         return endpoint
-    background: Background | None = None
+    if metrics_port is not None:
+        stack.callback(metrics.stop, app)
+    if endpoint is not None:
+        stack.callback(endpoint.close)
+    services.log = app.log  # the log_* builtins' lines join the access lines
+    stack.callback(setattr, services, "log", None)
+    stack.callback(app.log.flush)  # what the runners wrote while they stopped
     if jobs or schedules:  # imported only by programs that have them
         from svc.runtime.background.service import start_background
 
-        started = await start_background(db, jobs, schedules, log)
-        if isinstance(started, SvcError):
-            server.close()
-            if endpoint is not None:
-                endpoint.close()
-            await tracing.stop()
-            return started
-        background = started
+        background = await start_background(db, jobs, schedules, app.log)
+        if isinstance(background, SvcError):
+            return background
+        stack.push_async_callback(background.stop, SHUTDOWN_GRACE)
     app.sweeper.start()
-    serverlog.active = log  # the log_* builtins' lines join the access lines
-    stop = asyncio.Event()
-    # Handlers go in before the "listening" line (a supervisor may signal as soon as it reads
-    # it) and stay until shutdown is over, so a second Ctrl+C/SIGTERM cannot cut it short.
-    with stop_on_signals(loop, stop):
-        if ready is None:
-            print(f"listening on http://127.0.0.1:{bound}", flush=True)
-        else:
-            ready()
-        try:
-            await stop.wait()
-        finally:
-            if endpoint is not None:
-                endpoint.close()
-            await shut_down(app, server, background=background)
-            serverlog.active = None
-            metrics.stop(app)
-            await tracing.stop()  # after the last answers: their spans are exported too
     return None
 
 
-def _start_traces(app: App, port: int) -> SvcError | None:
-    """With an OTLP endpoint set (svc.runtime.observability.tracing): export this process's spans, and
-    give every request an id (its span and its answer carry the same one)."""
-    started = tracing.start(port, app.log, app.loop)
-    if started is not None:
-        return started
-    if tracing.active is not None:
-        app.tracer = tracing.active
-        app.every_id = True
-    return None
+async def _stop_traces(services: Services, tracer: Tracer) -> None:
+    """After the last answers, so their spans are exported too."""
+    services.tracer = None
+    await tracing.stop(tracer)
 
+
+async def _close_services(services: Services) -> None:
+    """The lazily imported modules' resources (databases, thread pools), once nothing serves."""
+    try:
+        close_databases()
+    finally:
+        sys.stdout.flush()
 
 
 async def _start_metrics(app: App, port: int | None) -> asyncio.AbstractServer | None | SvcError:
@@ -199,7 +242,7 @@ async def _start_metrics(app: App, port: int | None) -> asyncio.AbstractServer |
         return None
     counts = metrics.start(app)
     app.log.set_metrics(counts.requests)
-    if metrics.folder is not None:  # a worker: the supervisor serves the sum of the workers
+    if current_services().metrics_folder is not None:  # a worker: the supervisor serves the sum
         app.sweeper.hooks.append(metrics.write_snapshot)
         return None
     from svc.runtime.observability import metrics_endpoint  # the client library, only when asked for
@@ -216,15 +259,6 @@ def settle_collector() -> None:
     gc.freeze()
     gen0, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(max(GEN0_THRESHOLD, gen0), gen1, gen2)
-
-
-def stop_password_threads() -> None:
-    """Shut down the password hashing pool if the program uses one: svc.runtime.lib.passwords is
-    imported by programs that call hash_password or verify_password, and only by them, so a
-    server that never hashes neither loads nor stops it (as process.database_module does)."""
-    passwords = sys.modules.get("svc.runtime.lib.passwords")
-    if passwords is not None:
-        passwords.shut_down_pool()
 
 
 def wait_seconds_from_env() -> int | SvcError:
@@ -253,10 +287,10 @@ def raise_open_file_limit() -> None:
 
 
 async def shut_down(app: App, server: asyncio.AbstractServer | None,
-                    grace: float = SHUTDOWN_GRACE, background: Background | None = None) -> None:
-    """Stop accepting, let requests in flight finish (bounded by `grace`), let running jobs and
-    scheduled runs finish (bounded by `grace` again; unfinished jobs go back to the queue), stop
-    the password hashing threads, close the db.
+                    grace: float = SHUTDOWN_GRACE) -> None:
+    """Stop accepting, and let requests in flight finish (bounded by `grace`); then stop the
+    deadline sweep and write the last lines. The services stop after this (`_serve`'s exit
+    stack: running jobs and scheduled runs get their own grace, the databases close last).
 
     Idle connections close at once, so with nothing in flight this returns as soon as their
     close is through: it waits on `app.all_closed`, not on a polling timer.
@@ -275,12 +309,5 @@ async def shut_down(app: App, server: asyncio.AbstractServer | None,
     for conn in list(app.connections):
         if conn.transport is not None:
             conn.transport.abort()
-    if background is not None:
-        await background.stop(grace)
     app.sweeper.stop()
     app.log.flush()
-    try:
-        stop_password_threads()
-        close_databases()
-    finally:
-        sys.stdout.flush()

@@ -8,15 +8,16 @@ its limits, the router, the binding, the handler's eager start and the rendering
 they do behind a socket; only the socket is missing. The bytes written back are read into a
 `Response[str]`: the status, every header field the server wrote, and the body as text.
 
-A new `Connection` per request keeps requests apart (no keep-alive state carries over), and
-the `Router` is built once per route list (each test loads the program anew, so each gets
-its own).
+A new `Connection` per request keeps requests apart (no keep-alive state carries over). The
+`Router`, and the traffic gate of svc.toml's `[cors]` and `[rate_limit]` with its buckets, are
+made once per test and kept in the test's services (svc.runtime.services), so CORS and rate
+limits apply as the server applies them, and a test that sends past a limit gets its 429.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from svc.rules.contract import (
     DEFAULT_WAIT_SECONDS, Route, header_line_problem, method_problem, target_problem,
@@ -29,6 +30,12 @@ from svc.runtime.http.headers import header as request_header
 from svc.runtime.http.routing import Router
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcFault
+from svc.runtime.services import Services
+from svc.runtime.services import current as current_services
+from svc.runtime.traffic.gate import Gate, gate_for, install_guard_limits
+
+if TYPE_CHECKING:
+    from svc.rules.settings import Settings
 
 #: The phases a connection enters once its answer is written: the request is over.
 _ANSWERED = frozenset({Phase.WAITING, Phase.LINGERING, Phase.CLOSED, Phase.UPGRADED})
@@ -75,15 +82,18 @@ def response_header(r: Response, name: str) -> str | None:
 # --- test_request ------------------------------------------------------------------------------
 
 async def test_request(db: Any, method: str, path: str, headers: Headers, text: str,
-                       routes: list[Route], demo_routes: bool = True) -> Response:
+                       routes: list[Route], settings: Settings) -> Response:
     """`test_request(db, method, path, headers, body)`: the server's answer to that request,
-    `routes` being the program's (code generation hands them in, as for `serve`, and says
-    `demo_routes=False` when svc.toml switches /stream and /ws off)."""
+    `routes` and `settings` being the program's (code generation hands them in, as for
+    `serve`)."""
     problem = request_problem(method, path, headers)
     if problem is not None:
         raise SvcFault(f"test_request: {problem}")
     loop = asyncio.get_running_loop()
-    app = App(loop, _router(routes, demo_routes), db, DEFAULT_WAIT_SECONDS, ServerLog(quiet=True))
+    services = current_services()
+    app = App(loop, _router(services, routes, settings), db, DEFAULT_WAIT_SECONDS,
+              ServerLog(quiet=True))
+    app.gate, app.services = _gate(services, settings), services
     transport = MemoryTransport(loop)
     conn = Connection(app)
     conn.connection_made(transport)
@@ -114,16 +124,23 @@ def request_problem(method: str, path: str, headers: Headers) -> str | None:
     return None
 
 
-_last_router: tuple[list[Route], Router] | None = None
-
-
-def _router(routes: list[Route], demo_routes: bool = True) -> Router:
+def _router(services: Services, routes: list[Route], settings: Settings) -> Router:
     """The server's router over the built-in routes and the program's, built once per list."""
-    global _last_router
-    if _last_router is None or _last_router[0] is not routes:
-        builtin = builtin_routes.serving(demo_routes)
-        _last_router = (routes, Router(tuple(builtin) + tuple(routes)))
-    return _last_router[1]
+    found = services.routers.get(id(routes))
+    if found is None or found[0] is not routes:
+        builtin = builtin_routes.serving(settings.demo_routes)
+        found = services.routers[id(routes)] = (routes, Router(tuple(builtin) + tuple(routes)))
+    return found[1]
+
+
+def _gate(services: Services, settings: Settings) -> Gate | None:
+    """The test's traffic gate and guard-limit buckets, made at its first request."""
+    if services.gate is None and settings.has_gate:
+        services.gate = gate_for(settings, shared=False)
+    if not services.guard_buckets and settings.guard_limits:
+        services.settings = settings
+        install_guard_limits(services, shared=False)
+    return services.gate
 
 
 def request_bytes(method: str, path: str, headers: Headers, text: str) -> bytes:

@@ -38,15 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from svc.rules.contract import PROCESSING_LIMIT, Route
-from svc.process import (STOP_SIGNALS, close_databases, database_module, flush_quietly,
+from svc.process import (STOP_SIGNALS, close_databases, flush_quietly,
                          new_event_loop, stop_on_signals, stop_when_parent_dies)
+from svc.runtime import services
 from svc.runtime.lib.support import SvcError
+from svc.runtime.services import current as current_services
 
 VARIABLE = "SVC_WORKERS"
-#: Which worker this process is (0 to SVC_WORKERS-1; a replacement takes its predecessor's
-#: slot), or None in a process that is not a worker. On SQLite only worker 0 runs jobs
-#: (svc.runtime.background.service).
-worker_slot: int | None = None
 #: The listening socket's queue of connections not yet accepted (10,000 may arrive at once).
 LISTEN_BACKLOG = 8192
 #: How often the supervisor looks for workers that died.
@@ -122,12 +120,8 @@ def _startup_problem(port: Any) -> SvcError | None:
                                    f"fork worker processes, and this one cannot")
     if not isinstance(port, int) or not 0 <= port <= 65535:
         return SvcError("invalid", f"invalid port {port}")
-    db_module = database_module()
-    if db_module is not None and ":memory:" in db_module.open_database_paths():
-        return SvcError("invalid", f"{VARIABLE} above 1 cannot serve an in-memory database "
-                                   f"(:memory:): each worker would see a different one; "
-                                   f"use a database file")
-    return None
+    refusal = services.fork_refusal()
+    return None if refusal is None else SvcError("invalid", refusal)
 
 
 #: Linux spreads connections over the listening sockets of one SO_REUSEPORT group evenly;
@@ -218,7 +212,8 @@ class Supervisor:
 
         from svc.runtime.observability import metrics, metrics_endpoint
 
-        metrics.folder = tempfile.mkdtemp(prefix="svc-metrics-")  # private: mode 0700
+        # private (mode 0700); the workers forked later find it in their copy of the services
+        current_services().metrics_folder = tempfile.mkdtemp(prefix="svc-metrics-")
         return await metrics_endpoint.start(port, self.metrics_snapshot)
 
     def metrics_snapshot(self) -> dict:
@@ -226,31 +221,33 @@ class Supervisor:
         the counts of the workers that died."""
         from svc.runtime.observability import metrics
 
-        found = [metrics.read_snapshot(worker.pid) for worker in self.workers.values()]
+        folder = current_services().metrics_folder
+        found = [] if folder is None else [
+            metrics.read_snapshot(folder, worker.pid) for worker in self.workers.values()]
         return metrics.merge([snapshot for snapshot in found if snapshot], self.retired)
 
     def _retire_metrics(self, pid: int) -> None:
         """A worker died: keep its counters (they must not go down), drop its file."""
         from svc.runtime.observability import metrics
 
-        if metrics.folder is None:
+        folder = current_services().metrics_folder
+        if folder is None:
             return
-        last = metrics.read_snapshot(pid)
+        last = metrics.read_snapshot(folder, pid)
         if last is not None:
             self.retired = [metrics.merge([], self.retired + [last])]
         try:
-            os.remove(metrics.worker_file(pid))
+            os.remove(metrics.worker_file(folder, pid))
         except OSError:
             pass
 
     def forget_metrics(self) -> None:
-        from svc.runtime.observability import metrics
-
-        if metrics.folder is not None:
+        owner = current_services()
+        if owner.metrics_folder is not None:
             import shutil
 
-            shutil.rmtree(metrics.folder, ignore_errors=True)
-            metrics.folder = None
+            shutil.rmtree(owner.metrics_folder, ignore_errors=True)
+            owner.metrics_folder = None
 
     async def run(self) -> None | SvcError:
         with stop_on_signals(self.loop, self.stop):
@@ -289,8 +286,7 @@ class Supervisor:
         try:
             pid = os.fork()
             if pid == 0:  # the worker: never returns into the supervisor's coroutines
-                global worker_slot
-                worker_slot = slot
+                current_services().worker_slot = slot  # this process's copy of them
                 os.close(read_end)
                 status = 1
                 try:
@@ -427,12 +423,10 @@ def _worker_main(supervisor: Supervisor, report_fd: int, signal_mask: Iterable[i
         stop_when_parent_dies()
         loop = new_event_loop()
         asyncio.set_event_loop(loop)
-        db_module = database_module()
-        if db_module is not None:
-            problem = loop.run_until_complete(db_module.reopen_after_fork())
-            if isinstance(problem, SvcError):
-                report(problem.message)
-                return 1
+        problem = loop.run_until_complete(services.after_fork())
+        if problem is not None:
+            report(problem)
+            return 1
         listener = _worker_listener(supervisor.listener)
         result = loop.run_until_complete(supervisor.serve_worker(
             supervisor.db, listener, supervisor.routes, lambda: report("ready")))

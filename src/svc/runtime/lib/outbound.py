@@ -25,8 +25,8 @@ What every call gets, whatever the program asks:
 Every call goes through `send`: the one place a trace span and a `traceparent` header go
 (`_hook_before` / `_hook_after`, see their docstrings).
 
-In `svcc test` (`testing` is set by tools/test_runner.py) a call first looks in the stub
-table that `http_stub` fills; a call it does not answer may reach 127.0.0.1 only (a local
+In `svcc test` (the test's services say `testing`: svc.runtime.services) a call first looks
+in the stub table that `http_stub` fills (the test's own); a call it does not answer may reach 127.0.0.1 only (a local
 server the test talks to), any other host is a `bad_gateway` error naming the missing stub.
 """
 
@@ -41,12 +41,14 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from svc.rules.outbound_calls import METHODS, method_problem, url_problem
-from svc.runtime.observability import metrics, serverlog, tracing
+from svc.runtime import services
+from svc.runtime.observability import metrics, serverlog
 from svc.runtime.http import eager
 from svc.runtime.http.custom_response import Response
 from svc.runtime.http.headers import Headers
 from svc.runtime.http.context import request_deadline
 from svc.runtime.lib.support import SvcError, SvcFault, copy
+from svc.runtime.services import current as current_services
 
 #: Seconds to open a connection (TCP and TLS), and for the whole call, at most.
 CONNECT_SECONDS = 5.0
@@ -78,10 +80,8 @@ LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
 TIMEOUT_MESSAGE = "the upstream service did not answer in time"
 BAD_GATEWAY_MESSAGE = "the upstream service failed"
 
-#: `svcc test` runs: set by the test runner, with the stub table emptied before each test.
-testing = False
-stubs: dict[tuple[str, str], Response] = {}
-
+#: One client session per event loop, made at its first call; closed before its loop ends
+#: (this module joins the lifecycle registry: svc.runtime.services).
 _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 _max_answer: int | None = None
 
@@ -111,14 +111,7 @@ def http_stub(method: str, url: str, answer: Response) -> None:
     """`http_stub(method, url, answer)` (test files): calls of `method` on exactly `url` are
     answered with a copy of `answer` for the rest of the test, without a connection."""
     _check_request("http_stub", method, url)
-    stubs[(method, url)] = copy(answer)
-
-
-def begin_test() -> None:
-    """Before each test of `svcc test`: no stubs, and calls reach 127.0.0.1 only."""
-    global testing
-    testing = True
-    stubs.clear()
+    current_services().stubs[(method, url)] = copy(answer)
 
 
 # --- the one send path ----------------------------------------------------------------------------
@@ -158,7 +151,7 @@ def _hook_before(method: str, target: Target,
     traces on (svc.runtime.observability.tracing) a client span starts here, the child of the calling
     request's span, and its `traceparent` goes into the fields (svc.runtime.observability.otel). `target`
     has the URL's scheme, host, port and the URL as the log shows it (`shown`)."""
-    tracer = tracing.active
+    tracer = current_services().tracer
     if tracer is None:
         return fields, None
     return tracer.outbound_started(method, target, fields)
@@ -236,9 +229,10 @@ def _fields(headers: Headers, body: str) -> list[tuple[str, str]]:
 
 def _stubbed(method: str, url: str, host: str) -> Response | None:
     """In a test: the stub's answer (a copy), None to call out (a local host), or a Failure."""
-    if not testing:
+    services = current_services()
+    if not services.testing:
         return None
-    found = stubs.get((method, url))
+    found = services.stubs.get((method, url))
     if found is not None:
         return copy(found)
     if host in LOCAL_HOSTS:
@@ -366,7 +360,7 @@ def _failed(method: str, target: Target, failure: Failure) -> None:
     with the request's id inside a request."""
     message = f"outbound {method} {target.shown}: {failure.kind} error: {failure.detail}"
     req = eager.running.request
-    log = serverlog.active
+    log = current_services().log
     if log is not None and req is not None:
         log.add(serverlog.request_error_line(log.json, req, None, message, "", ""))
     elif log is not None:
@@ -378,8 +372,11 @@ def _failed(method: str, target: Target, failure: Failure) -> None:
 def _record(method: str, target: Target, outcome: str, elapsed: float) -> None:
     """The call's access line (when the server writes access lines) and its metrics."""
     metrics.outbound_called(target.label, method, outcome, elapsed)
-    log = serverlog.active
+    log = current_services().log
     if log is None or log.quiet:
         return
     log.add(serverlog.outbound_line(log.json, eager.running.request, method, target.shown,
                                     outcome, elapsed))
+
+
+services.join(services.Component("outbound calls", at_loop_end=close_sessions))

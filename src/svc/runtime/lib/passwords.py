@@ -28,6 +28,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from svc.runtime import services
 from svc.runtime.lib.support import SvcError
 
 
@@ -175,3 +176,5 @@ def _malformed(why: str) -> SvcError:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+services.join(services.Component("password hashing", at_shutdown=shut_down_pool))

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from svc.runtime.observability import log_lines
+
 if TYPE_CHECKING:  # compiled together: its attributes are read as C struct members
     from svc.runtime.http.connection import Connection
 
@@ -341,12 +343,6 @@ class RequestCounts:
 
 # --- the log ---------------------------------------------------------------------------------------
 
-#: What formats the lines that are not per request (error details, the program's lines):
-#: svc.runtime.observability.serverlog, which sets this when it is imported. It imports this module, so
-#: this one does not import it back; the connection imports both.
-formatting: Any = None
-
-
 class ServerLog:
     """The log of one server process: access lines, error details and the program's lines.
 
@@ -414,18 +410,22 @@ class ServerLog:
         Text: `GET /notes: database error: ... request_id=...`, a fault's trace on the lines
         after. JSON: one object, a fault as one line (`fault`: what and the .svc line) and
         its trace (`trace`, as text would show it)."""
-        self.add(formatting.request_error_line(self.json, req, route, message, trace, fault))
+        rid = req.rid
+        if not rid:
+            rid = req.rid = new_request_id()  # its answer carries it too
+        self.add(log_lines.request_error_line(self.json, req, route, message, trace, fault,
+                                              clock.now(), rid))
 
     def error(self, message: str) -> None:
         """An error's details not about a request (jobs, schedules): the message as is, or
         a JSON object with it."""
         if self.json:
-            message = formatting.standalone_error(message)
+            message = log_lines.standalone("error", message, clock.now())
         self.add(message)
 
     def program(self, level: str, message: str, fields: dict, rid: str) -> None:
         """A `log_info`/`log_warn`/`log_error` line."""
-        self.add(formatting.program_line(self.json, level, message, fields, rid))
+        self.add(log_lines.program_line(self.json, level, message, fields, rid, clock.now()))
 
     def add(self, line: str) -> None:
         self.lines.append(line if line.endswith("\n") else line + "\n")

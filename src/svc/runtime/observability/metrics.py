@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from svc.runtime.observability.accesslog import DURATION_BUCKETS, RequestCounts
 from svc.runtime.observability.accesslog import KNOWN_METHODS, NO_ROUTE  # noqa: F401 - documented here
+from svc.runtime import services
 from svc.runtime.lib.support import SvcError
+from svc.runtime.services import current as current_services
 
 if TYPE_CHECKING:
     from svc.runtime.http.connection import App
@@ -94,14 +95,6 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
 COUNTERS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "counter")
 HISTOGRAMS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "histogram")
 GAUGES = tuple(name for name, spec in FAMILIES.items() if spec[0] == "gauge")
-
-#: This process's counts while metrics are on (`start`), else None: the hooks of the
-#: database layer and the job runner do nothing then.
-current: ProcessMetrics | None = None
-#: With workers: the private folder the workers write their snapshots to (made by the
-#: supervisor before it forks them).
-folder: str | None = None
-
 
 def port_from_env() -> int | None | SvcError:
     """`SVC_METRICS_PORT`: a port number from 1 to 65535, or None when unset (no metrics)."""
@@ -169,27 +162,8 @@ class ProcessMetrics:
         for host, hist in self.outbound_durations.items():
             histograms["svc_http_client_request_duration_seconds"].append(
                 [[host], hist.counts, hist.total])
-        _database_gauges(gauges)
+        services.add_gauges(gauges)  # the databases' queues and pools
         return {"counters": counters, "histograms": histograms, "gauges": gauges}
-
-
-def _database_gauges(gauges: dict[str, list]) -> None:
-    """The queues of the open SQLite databases and the pools of the PostgreSQL ones, now."""
-    sqlite = sys.modules.get("svc.runtime.db.sqlite")
-    if sqlite is not None:
-        for db in list(sqlite._open_dbs):
-            gauges["svc_db_queue_depth"].append([[db.path], db.queued + len(db._overflow)])
-    postgres = sys.modules.get("svc.runtime.db.postgres")
-    if postgres is not None:
-        for db in list(postgres._pools.values()):
-            pool = db.pool
-            if pool is None:
-                continue
-            label = database_label(db.url)
-            gauges["svc_db_queue_depth"].append([[label], len(pool.waiters)])
-            gauges["svc_db_pool_size"].append([[label], pool.max_size])
-            gauges["svc_db_pool_connections"].append([[label], pool.size])
-            gauges["svc_db_pool_connections_in_use"].append([[label], pool.size - len(pool.idle)])
 
 
 def database_label(url: str) -> str:
@@ -245,21 +219,22 @@ def merge(snapshots: list[dict], counts_only: list[dict] | None = None) -> dict:
 # --- switching on, and the workers' files -------------------------------------------------------
 
 def start(app: App) -> ProcessMetrics:
-    """Count for this process (called by the server once `SVC_METRICS_PORT` was read)."""
-    global current
-    if current is None:
-        current = ProcessMetrics()
-    current.apps.append(app)
-    return current
+    """Count for this process (called by the server once `SVC_METRICS_PORT` was read): the
+    program's services keep the counts, which count the requests of `app` from now on."""
+    owner = current_services()
+    if owner.metrics is None:
+        owner.metrics = ProcessMetrics()
+    owner.metrics.apps.append(app)
+    return owner.metrics
 
 
 def stop(app: App) -> None:
-    if current is not None and app in current.apps:
-        current.apps.remove(app)
+    counts = current_services().metrics
+    if counts is not None and app in counts.apps:
+        counts.apps.remove(app)
 
 
-def worker_file(pid: int) -> str:
-    assert folder is not None
+def worker_file(folder: str, pid: int) -> str:
     return os.path.join(folder, f"{pid}.json")
 
 
@@ -267,12 +242,14 @@ def write_snapshot() -> None:
     """In a worker: write this process's snapshot to its file, when it changed (a sweep hook:
     at most once per tick). Written to a temporary name and renamed, so the supervisor never
     reads half a file."""
-    if current is None or folder is None:
+    owner = current_services()
+    counts, folder = owner.metrics, owner.metrics_folder
+    if counts is None or folder is None:
         return
-    text = json.dumps(current.snapshot(), separators=(",", ":"))
-    if text == current.written:
+    text = json.dumps(counts.snapshot(), separators=(",", ":"))
+    if text == counts.written:
         return
-    path = worker_file(os.getpid())
+    path = worker_file(folder, os.getpid())
     partial = f"{path}.partial"
     try:
         with open(partial, "w", encoding="utf-8") as out:
@@ -280,13 +257,13 @@ def write_snapshot() -> None:
         os.replace(partial, path)
     except OSError:  # the folder went away (the supervisor is stopping): nothing to report to
         return
-    current.written = text
+    counts.written = text
 
 
-def read_snapshot(pid: int) -> dict | None:
+def read_snapshot(folder: str, pid: int) -> dict | None:
     """A worker's last snapshot, or None when it wrote none (yet) or it cannot be read."""
     try:
-        with open(worker_file(pid), encoding="utf-8") as source:
+        with open(worker_file(folder, pid), encoding="utf-8") as source:
             found = json.load(source)
     except (OSError, ValueError):
         return None
@@ -297,39 +274,43 @@ def read_snapshot(pid: int) -> dict | None:
 
 def db_waited(database: str, seconds: float) -> None:
     """A database call waited `seconds` for room in a queue or for a connection."""
-    if current is None:
+    counts = current_services().metrics
+    if counts is None:
         return
-    hist = current.db_waits.get(database)
+    hist = counts.db_waits.get(database)
     if hist is None:
-        hist = current.db_waits[database] = Histogram(WAIT_BUCKETS)
+        hist = counts.db_waits[database] = Histogram(WAIT_BUCKETS)
     hist.observe(seconds)
 
 
 def job_enqueued(name: str) -> None:
-    if current is not None:
-        current.jobs_enqueued[name] = current.jobs_enqueued.get(name, 0) + 1
+    counts = current_services().metrics
+    if counts is not None:
+        counts.jobs_enqueued[name] = counts.jobs_enqueued.get(name, 0) + 1
 
 
 def job_ran(name: str, outcome: str, seconds: float) -> None:
     """A run of job `name` ended: `done`, `retry` or `dead`."""
-    if current is None:
+    counts = current_services().metrics
+    if counts is None:
         return
     key = (name, outcome)
-    current.job_runs[key] = current.job_runs.get(key, 0) + 1
-    hist = current.job_durations.get(name)
+    counts.job_runs[key] = counts.job_runs.get(key, 0) + 1
+    hist = counts.job_durations.get(name)
     if hist is None:
-        hist = current.job_durations[name] = Histogram(JOB_BUCKETS)
+        hist = counts.job_durations[name] = Histogram(JOB_BUCKETS)
     hist.observe(seconds)
 
 
 def outbound_called(host: str, method: str, outcome: str, seconds: float) -> None:
     """An outbound call to `host` ("127.0.0.1:8001") ended: `outcome` is the status as text or
     the error kind (svc.runtime.lib.outbound)."""
-    if current is None:
+    counts = current_services().metrics
+    if counts is None:
         return
     key = (host, method, outcome)
-    current.outbound_calls[key] = current.outbound_calls.get(key, 0) + 1
-    hist = current.outbound_durations.get(host)
+    counts.outbound_calls[key] = counts.outbound_calls.get(key, 0) + 1
+    hist = counts.outbound_durations.get(host)
     if hist is None:
-        hist = current.outbound_durations[host] = Histogram(OUTBOUND_BUCKETS)
+        hist = counts.outbound_durations[host] = Histogram(OUTBOUND_BUCKETS)
     hist.observe(seconds)

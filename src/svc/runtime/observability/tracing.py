@@ -5,9 +5,10 @@ is set; then every serving process sends its spans over OTLP/HTTP (svc.runtime.o
 imports the OpenTelemetry SDK: nothing here does, so a server without tracing neither loads
 it nor pays for it at start-up).
 
-`active` is the tracer of this process while it serves with tracing on, else None: the
-connection (`App.tracer`), the database builtins, the job and schedule runners test it once
-per request, statement or run, and do nothing more when it is None.
+`start` gives the tracer of a serving process with tracing on (a `Tracer`: svc.runtime.observability.otel's), which
+the server keeps in the program's services (svc.runtime.services) and on its `App`: the
+connection, the database builtins, the job and schedule runners test it once per request,
+statement or run, and do nothing more when it is None.
 
 `current` is the OpenTelemetry context of the span the code running now belongs to (a
 request's server span, a job run's span): a context variable, so the request's handler
@@ -25,7 +26,8 @@ from __future__ import annotations
 
 import os
 from contextvars import ContextVar
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from svc.runtime.http.context import trace_context_var
@@ -34,13 +36,27 @@ from svc.runtime.lib.support import SvcError
 ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
-#: The tracer of this serving process (svc.runtime.observability.otel.Tracing), None when tracing is off.
-active: Any = None
 #: The OpenTelemetry context whose span the running code belongs to (None: no span).
 current: ContextVar[Any] = trace_context_var
-#: The default `service.name` (when neither OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES
-#: names one): the program's, set by the runner.
-program = "svc"
+
+
+class Tracer(Protocol):
+    """What the server, the database builtins, the background runners and outbound calls ask
+    of the tracer (svc.runtime.observability.otel.Tracing), declared here so that none of them
+    imports the SDK's side."""
+
+    def request_started(self, conn: Any, req: Any) -> Any: ...
+    def request_left(self, token: Any) -> None: ...
+    def request_done(self, conn: Any, req: Any, status: int) -> None: ...
+    def rejected(self, conn: Any, method: str, target: bytes, status: int, rid: str) -> None: ...
+    def abandoned(self, conn: Any) -> None: ...
+    async def statement(self, db: Any, op: str, sql: str, args: tuple, cls: Any) -> Any: ...
+    async def transaction_end(self, tx: Any, op: str, call: Awaitable[Any]) -> Any: ...
+    async def background(self, name: str, kind: str, attributes: dict[str, Any],
+                         call: Awaitable[str | None]) -> str | None: ...
+    def outbound_started(self, method: str, target: Any,
+                         fields: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], Any]: ...
+    async def shut_down(self) -> None: ...
 
 #: OTEL_TRACES_SAMPLER's values (the SDK's built-in samplers).
 SAMPLERS = ("always_on", "always_off", "traceidratio", "parentbased_always_on",
@@ -148,10 +164,11 @@ def _bad(name: str, value: str, expected: str) -> SvcError:
     return SvcError("invalid", f"{name} must be {expected} (got {value!r})")
 
 
-def start(port: int, log: Any, loop: Any) -> SvcError | None:
-    """Start exporting this process's spans when tracing is wanted (each serving process:
-    a worker after its fork, so the exporter's thread is its own). Sets `active`."""
-    global active
+def start(port: int, log: Any, loop: Any, program: str) -> Tracer | None | SvcError:
+    """The tracer that exports this process's spans when tracing is wanted (each serving
+    process: a worker after its fork, so the exporter's thread is its own), else None.
+    `program`: the default `service.name` (when neither OTEL_SERVICE_NAME nor
+    OTEL_RESOURCE_ATTRIBUTES names one)."""
     if not wanted():
         return None
     problem = check_settings()
@@ -159,17 +176,11 @@ def start(port: int, log: Any, loop: Any) -> SvcError | None:
         return problem
     from svc.runtime.observability import otel  # the SDK, only now
 
-    made = otel.start(port, log, loop, program, _ratio_sampler())
-    if isinstance(made, SvcError):
-        return made
-    active = made
-    return None
+    made: Tracer | SvcError = otel.start(port, log, loop, program, _ratio_sampler())
+    return made
 
 
-async def stop() -> None:
+async def stop(tracer: Tracer) -> None:
     """At the end of serving: export what is still queued (bounded: a collector that does
     not answer cannot hold the shutdown up for long), then stop the exporter."""
-    global active
-    tracer, active = active, None
-    if tracer is not None:
-        await tracer.shut_down()
+    await tracer.shut_down()

@@ -18,8 +18,9 @@ carries the CORS fields too, so the page can read it.
 
 `[guard_limits]` limits per guard value (per user) instead, where that value exists: in the
 generated function of a guarded route, right after the guard (codegen/guard_calls.py), which
-calls `guard_limit(guard, value)`. Its buckets (`GUARD_BUCKETS`, one table per limited guard)
-are made by `install_guard_limits` with the server's, before any worker is forked.
+calls `guard_limit(guard, value)`. Its buckets (one table per limited guard) are made by
+`install_guard_limits` into the program's services, with the server's, before any worker is
+forked; `test_request` makes them per test (svc.runtime.http.test_client).
 """
 
 from __future__ import annotations
@@ -34,18 +35,17 @@ from svc.runtime.http.responses import JSON, error_body, head
 from svc.runtime.http.routing import Refusal
 from svc.runtime.traffic.rate_limit import Buckets, retry_after
 from svc.runtime.lib.support import SvcError
-from svc.rules.traffic import cors_settings, rate_limit_settings
+from svc.runtime.services import current as current_services
 
 if TYPE_CHECKING:
+    from svc.rules.settings import Settings
+    from svc.runtime.services import Services
     from svc.runtime.http.connection import Connection
     from svc.runtime.http.protocol import Request
 
 #: Paths no rate limit applies to: liveness and readiness probes.
 EXEMPT = frozenset({"/health", "/ready"})
 TOO_MANY = error_body("too many requests")
-#: guard name → the buckets of its values, for the server of this process (empty in
-#: `svc test`'s test_request and wherever no server runs: no limit there)
-GUARD_BUCKETS: dict[str, Buckets] = {}
 _encode = msgspec.json.Encoder().encode
 
 
@@ -113,33 +113,31 @@ class Gate:
         return str(name[0]) if isinstance(name, tuple) and name else "local"
 
 
-def gate_for(traffic: dict[str, dict] | None, shared: bool) -> Gate | None:
-    """The gate of svc.toml's tables as the generated program passes them to `serve` (None
-    without either table); `shared`: buckets shared by worker processes forked later."""
-    if not traffic or ("cors" not in traffic and "rate_limit" not in traffic):
+def gate_for(settings: Settings, shared: bool) -> Gate | None:
+    """The gate of svc.toml's `[cors]` and `[rate_limit]` (None without either);
+    `shared`: buckets shared by worker processes forked later."""
+    if not settings.has_gate:
         return None
-    cors = cors_rules.Cors(cors_settings(traffic["cors"])) if "cors" in traffic else None
+    cors = None if settings.cors is None else cors_rules.Cors(settings.cors)
     buckets, forwarded = None, False
-    if "rate_limit" in traffic:
-        settings = rate_limit_settings(traffic["rate_limit"])
-        buckets = Buckets(settings, shared)
-        forwarded = settings.client == "x-forwarded-for"
+    if settings.rate_limit is not None:
+        buckets = Buckets(settings.rate_limit, shared)
+        forwarded = settings.rate_limit.client == "x-forwarded-for"
     return Gate(cors, buckets, forwarded)
 
 
-def install_guard_limits(traffic: dict[str, dict] | None, shared: bool) -> None:
-    """Make the buckets of svc.toml's `[guard_limits]` for this server (shared by the workers
-    forked after it when `shared`)."""
-    GUARD_BUCKETS.clear()
-    for guard, table in ((traffic or {}).get("guard_limits") or {}).items():
-        GUARD_BUCKETS[guard] = Buckets(rate_limit_settings({**table, "client": "peer"}), shared)
+def install_guard_limits(services: Services, shared: bool) -> None:
+    """Make the buckets of svc.toml's `[guard_limits]` in the program's services (shared by
+    the workers forked after it when `shared`)."""
+    services.guard_buckets = {guard: Buckets(limit, shared)
+                              for guard, limit in services.settings.guard_limits}
 
 
 def guard_limit(guard: str, value: object) -> SvcError | None:
     """After guard `guard` gave `value` (a user, say): None while that value's bucket has a
     token, else the 429 error the route answers, with Retry-After. Equal values (by their
     JSON) share one bucket."""
-    buckets = GUARD_BUCKETS.get(guard)
+    buckets = current_services().guard_buckets.get(guard)
     if buckets is None:
         return None
     wait = buckets.admit(_encode(value).decode("utf-8", "replace"), monotonic())
