@@ -1,5 +1,10 @@
 """The runtime's hot modules, compiled ahead of time with mypyc, used only when they are current.
 
+    build.py    `python -m svc.native.build` (run by `make`): compile `MODULES`, write the
+                manifest
+    (here)      `MODULES`, the one list of compiled modules, and `install()`, the finder that
+                loads them when the manifest matches the sources
+
 The pure-Python modules are the one source. `make` compiles the modules of `MODULES` where a C
 compiler exists (`python -m svc.native.build`), into `built/` beside this file, with a manifest
 that records each module's source digest. Importing `svc.runtime` calls `install()`: when the

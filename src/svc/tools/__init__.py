@@ -1,0 +1,14 @@
+"""The commands beside `check`, `run` and `build`: each over the pipeline, none in the request path.
+
+    fmt.py              `svcc fmt`: files rewritten in the canonical layout, or `--check`
+    lsp.py              `svcc lsp`: the language server over stdio (pygls)
+    lsp_analysis.py     which program an editor's file belongs to, checked with unsaved texts
+    lsp_index.py        what an editor asks of a checked program: definitions, hover,
+                        completion, symbols
+    openapi.py          `svcc openapi`: the OpenAPI 3.1 description of a program's routes
+    openapi_security.py the security schemes: which guards are authentication
+    routes.py           `svcc routes`: the route table as the server serves it
+    test_runner.py      `svcc test`: the `test_*` functions of a program's `*_test.svc` files
+    watch.py            `svcc run --watch`: serve again each time a file changes
+    vscode_grammar.py   the VS Code grammar's builtin names, made from the builtins' records
+"""

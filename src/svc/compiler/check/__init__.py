@@ -17,6 +17,9 @@
     guards.py       `@guard(f)` and `guard("/prefix", f)`: the guard functions' rules, each
                     route's guards in order and where their values go (routes.py asks)
     error_kinds.py  which error kinds a function can return (for `svcc openapi`)
+    background.py   `@job`, `@every` and `@cron`: the rules of functions run outside requests
+    config_class.py  the classes `config[T]()` reads, and svc.toml's `[config]` table checked
+                    against them (the values' rules are svc.rules.config_values)
 
 In: the modules from the front end, in load order, and the entry file's path. Out, from
 `checker.check`: a `CheckedProgram` (program.py: the classes and functions with their

@@ -6,6 +6,8 @@
     fstrings.py       f-strings
     route_table.py    the entry module's route list, `_svc_ROUTES`
     guard_calls.py    a guarded route's own function: its guards in order, then the handler
+    background_table.py  the entry module's job and schedule lists, `_svc_JOBS` and
+                      `_svc_SCHEDULES`
     pyast.py          what these share: AST node builders, the position rule, the `_svc_`
                       prefix, field attribute names, an expression's checked type
 

@@ -1,6 +1,18 @@
 """The database builtins: `db_open`, `db_exec`, `db_all`, `db_one`, on any database.
 
-(Transactions are in transactions.py, `db_migrate` in migrations.py.)
+    base.py          what every database handle offers (`Db`, `Tx`), whichever is behind it
+    sqlite.py        the embedded SQLite database: one thread per `Db`, a bounded job queue
+    sqlite_tx.py     transactions on SQLite: the transaction holds the database thread
+    postgres.py      PostgreSQL through asyncpg: a `Db` backed by a pool, on the event loop
+    pg_pool.py       that pool: asyncpg connections handed out one caller at a time
+    pg_deadline.py   giving up on a PostgreSQL statement just before its request's limit
+    transactions.py  `db_begin`, `db_commit`, `db_rollback`, and who rolls back a forgotten one
+    migrations.py    `db_migrate`: a schema brought up to date with the program's steps
+    args.py          a call's arguments looked at first, so SQLite and PostgreSQL behave alike
+    sql_text.py      SQL text read without parsing it: statements and placeholders
+    rows.py          a row's values into an svc class's fields, for every database
+    errors.py        the errors every backend returns (values, never raised to svc code)
+    constraints.py   constraint violations as the errors a client should see
 
 Generated code calls these functions; they pick nothing themselves but hand the work to the
 handle they are given (a `Db` of sqlite.py or postgres.py, or a `Tx`). Every coroutine

@@ -1,4 +1,17 @@
-"""What generated code calls: the builtins' run-time side (support, the standard library,
-maps, errors, configuration, passwords, outbound calls, the test assertions and the
-concurrency test functions).
+"""What generated code calls: the builtins' run-time side.
+
+    support.py      errors (`SvcError`, `SvcFault`), `Html`, checked integer arithmetic,
+                    JSON: the names every generated module may import
+    stdlib.py       the standard library: text, lists, numbers, time, randomness, hashing
+    maps.py         the builtins on `Map[str, T]` (imported only where a map builtin is used)
+    errors.py       the error makers that give an answer more than a status and a reason
+    enum_errors.py  the allowed names in a request body's bad enum value (error path only)
+    config.py       `config[T]()`: the typed configuration, read once when the program starts
+    passwords.py    `hash_password`, `verify_password`: scrypt on threads beside the loop
+    outbound.py     calling other services: `http_get`, `http_send`, and `http_stub` in tests
+    assertions.py   `assert_true`, `assert_eq`: the assertions of `svcc test`
+    concurrency.py  the runtime test functions: tasks, scopes, actors, a supervisor, a queue
+
+Kept free of server internals where it can be: the code generator targets these names
+(docs/internals.md, "Runtime API").
 """

@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from svc import __version__
 from svc.rules.outbound_calls import METHODS, method_problem, url_problem
 from svc.runtime import services
 from svc.runtime.observability import metrics, serverlog
@@ -72,7 +73,8 @@ _NOT_SENT = frozenset({"host", "content-length", "transfer-encoding", "connectio
 #: server's: a handler that answers with the Response gets its own server's.
 _NOT_KEPT = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection",
                        "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "date"})
-USER_AGENT = "svc/0.2"
+#: What every call says it is: the product and its version (svc.__version__).
+USER_AGENT = f"svc/{__version__}"
 #: The hosts a test may call without a stub.
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost"})
 
