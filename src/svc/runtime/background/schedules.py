@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from svc.rules.contract import Schedule
+from svc.rules.contract import Schedule, TriggerKind
 from svc.runtime.background import job_store as store
 from svc.runtime.observability import serverlog, tracing
 from svc.runtime.db.base import Db
@@ -29,14 +29,16 @@ TICK_SECONDS = 0.25
 
 
 def spec_of(schedule: Schedule) -> str:
-    """What the row remembers of the attribute, so a changed one starts counting anew."""
-    return f"every {schedule.every_ms}ms" if schedule.every_ms else f"cron {schedule.cron}"
+    """What the row remembers of the attribute, so a changed one starts counting anew:
+    `every 300000ms` or `cron 0 3 * * *` (the text rows of 0.3 hold, so keep it)."""
+    what = f"{schedule.every_ms}ms" if schedule.kind is TriggerKind.EVERY else schedule.cron
+    return f"{schedule.kind.value} {what}"
 
 
 def next_run_ms(schedule: Schedule, after_ms: int) -> int:
     """The first due time after `after_ms`: one period later, or the cron expression's next
     match (UTC)."""
-    if schedule.every_ms:
+    if schedule.kind is TriggerKind.EVERY:
         return after_ms + schedule.every_ms
     from croniter import croniter  # only programs with @cron pay for the import
 
