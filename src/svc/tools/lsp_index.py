@@ -501,7 +501,7 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
                                     r.span, r.path_span))
             for b in item.background:
                 role = "job" if b.kind is TriggerKind.JOB else "schedule"
-                found.append(Symbol(f"{b.kind.value} {b.text}", role, f"handler {item.name}", b.span,
-                                    b.text_span))
+                found.append(Symbol(f"{b.kind.value} {b.text}", role, f"handler {item.name}",
+                                    b.span, b.text_span))
             found.append(Symbol(item.name, "function", detail, item.span, item.name_span))
     return found
