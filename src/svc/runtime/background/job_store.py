@@ -25,13 +25,11 @@ from __future__ import annotations
 import time
 import weakref
 
+from svc.runtime.background.timings import DEFAULT_TIMINGS, BackgroundTimings
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.migrations import begin_locked
 from svc.runtime.lib.support import SvcError
 
-#: A lease outlives a run's deadline by this much before another runner may take it over (a
-#: runner cancels its run at the deadline, so a live runner never holds a job past it).
-LEASE_GRACE_MS = 5_000
 #: Done jobs are kept this long (to see what ran), then deleted; dead ones are kept.
 KEEP_DONE_MS = 24 * 3_600_000
 #: The key of the PostgreSQL advisory lock taken while the tables are made.
@@ -320,8 +318,12 @@ def claim_statement(dialect: str, names: list[str]) -> str:
     return _CLAIM[dialect].format(names=", ".join(f"'{n}'" for n in names))
 
 
-async def claim(db: Db, statement: str, runner: str, count: int) -> list[ClaimedJob] | SvcError:
-    return await db._submit(ALL, statement, (runner, now_ms(), LEASE_GRACE_MS, count), ClaimedJob)
+async def claim(db: Db, statement: str, runner: str, count: int,
+                timings: BackgroundTimings = DEFAULT_TIMINGS) -> list[ClaimedJob] | SvcError:
+    """Claim up to `count` due jobs for `runner`, each leased until its deadline plus the
+    timings' lease grace."""
+    return await db._submit(ALL, statement, (runner, now_ms(), timings.lease_grace_ms, count),
+                            ClaimedJob)
 
 
 async def mark_done(db: Db, job: ClaimedJob, runner: str) -> int | SvcError:

@@ -18,6 +18,7 @@ import time
 
 from svc.rules.contract import Schedule, TriggerKind
 from svc.runtime.background import job_store as store
+from svc.runtime.background.timings import DEFAULT_TIMINGS, BackgroundTimings
 from svc.runtime.observability import serverlog, tracing
 from svc.runtime.db.base import Db
 from svc.runtime.background.jobs import DATABASE_PAUSE_SECONDS, run_once, runner_id
@@ -48,8 +49,10 @@ def next_run_ms(schedule: Schedule, after_ms: int) -> int:
 class ScheduleRunner:
     """Takes and runs this program's scheduled functions in one serving process."""
 
-    def __init__(self, db: Db, schedules: list[Schedule], log: ServerLog) -> None:
+    def __init__(self, db: Db, schedules: list[Schedule], log: ServerLog,
+                 timings: BackgroundTimings = DEFAULT_TIMINGS) -> None:
         self.db = db
+        self.timings = timings  # how long its leases outlive a run's deadline
         self.schedules = {s.name: s for s in schedules}
         self.log = log
         self.runner = runner_id()
@@ -90,7 +93,7 @@ class ScheduleRunner:
 
     async def try_to_run(self, schedule: Schedule) -> None:
         now = store.now_ms()
-        lease_end = now + schedule.deadline_ms + store.LEASE_GRACE_MS
+        lease_end = now + schedule.deadline_ms + self.timings.lease_grace_ms
         taken = await store.take_schedule(self.db, schedule.name, self.runner, lease_end,
                                           next_run_ms(schedule, now))
         if taken == 1:  # this process won the run; any other process's UPDATE changed nothing
