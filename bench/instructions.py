@@ -21,7 +21,7 @@ as `wrk -c64` in the benchmark), so database jobs are handed over in batches as 
                                                  # bench runs it (no fsync per commit)
     BENCH_TRACES=http://127.0.0.1:4318 OTEL_BSP_SCHEDULE_DELAY=600000 \
         python bench/instructions.py small       # with traces exported to that OTLP endpoint
-                                                 # in full batches (docs/decisions.md, Traces)
+                                                 # in full batches (docs/decisions/observability.md, Traces)
 
 (`--drive CASE COUNT` is the measured process itself.)
 """

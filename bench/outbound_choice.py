@@ -1,6 +1,6 @@
 """aiohttp's client against httpx's: small GETs per second against one local upstream.
 
-The measurement behind the choice of the outbound HTTP client's library (docs/decisions.md,
+The measurement behind the choice of the outbound HTTP client's library (bench/measurements/outbound.md,
 'Calling other services'). One upstream process (a plain asyncio protocol on uvloop answering
 every request with a fixed 2-byte JSON body, keep-alive) on CPU 1, the client in this process
 on CPU 0 (taskset where present), each library with one shared session and `CONCURRENCY`

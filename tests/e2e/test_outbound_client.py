@@ -13,6 +13,8 @@ import time
 from urllib.parse import quote
 
 import pytest
+
+import svc
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.test_logs_and_metrics import scrape
@@ -52,7 +54,7 @@ def test_each_method_sends_its_fields_and_body(server, upstream, method):
     assert echoed["method"] == method and echoed["path"] == "/echo" and echoed["query"] == "q=1"
     assert echoed["headers"]["x-trace"] == "t-1"
     assert echoed["headers"]["accept"] == "application/json"
-    assert echoed["headers"]["user-agent"] == "svc/0.2"
+    assert echoed["headers"]["user-agent"] == f"svc/{svc.__version__}"
     assert echoed["body"] == body
     if body:  # a body without a Content-Type in the headers is sent as JSON
         assert echoed["headers"]["content-type"] == "application/json"

@@ -6,19 +6,20 @@ from __future__ import annotations
 import re
 import tomllib
 
+import svc
 from tests.helpers.svc_process import REPO, run_to_end
 
 
 def _project_version() -> str:
-    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    return svc.__version__
 
 
-def test_svcc_version_is_the_projects_version_0_2() -> None:
-    import svc
-
+def test_svcc_version_is_the_one_version_of_svc() -> None:
     version = _project_version()
-    assert version.startswith("0.2.")  # the 0.2 language, server and commands are in
-    assert svc.__version__ == version
+    assert version.startswith("0.4.")  # the 0.4 language, server and commands are in
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" in pyproject["project"]["dynamic"]  # read from svc.__version__ once
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "svc.__version__"}
     result = run_to_end(["--version"])
     assert (result.returncode, result.stderr) == (0, "")
     first, runtime = result.stdout.splitlines()

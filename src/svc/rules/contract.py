@@ -4,7 +4,8 @@ Both sides import from here and nowhere else for these facts, so a limit is stat
 checker refuses what the server could not serve, and the generated code describes routes in
 the terms the router reads (`Route` and `Param`, in Python functions and types; the
 `ParamSource` and `ResultKind` enums, which the compiler's `RouteInfo` uses too; and route
-paths as `parse_path` reads them).
+paths as `parse_path` reads them). Work outside requests likewise: `Job` and `Schedule`, and
+the `TriggerKind` of their attributes, which the parser, checker and editor tools use too.
 """
 
 from __future__ import annotations
@@ -116,6 +117,17 @@ RESPONSE_KINDS = frozenset({ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML,
 
 # --- work outside requests: durable jobs and schedules ----------------------------------------
 
+
+class TriggerKind(enum.Enum):
+    """What makes a function run outside requests: the attribute above it. The values are the
+    attributes' spellings (`@job`, `@every`, `@cron`), so the parser reads them, messages print
+    them, and a schedule's stored spec starts with them."""
+
+    JOB = "job"      # @job("name"): a run per `enqueue`
+    EVERY = "every"  # @every("5m"): a schedule, once per period
+    CRON = "cron"    # @cron("0 3 * * *"): a schedule, at the expression's times (UTC)
+
+
 #: A job's defaults when its @job attribute does not say (docs/reference/language.md, jobs).
 JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS = 5, 1_000, 60_000
 #: A scheduled run's deadline when its @every/@cron attribute does not say.
@@ -159,6 +171,10 @@ class Schedule:
     every_ms: int = 0
     cron: str = ""
     deadline_ms: int = SCHEDULE_DEADLINE_MS
+
+    @property
+    def kind(self) -> TriggerKind:
+        return TriggerKind.EVERY if self.every_ms else TriggerKind.CRON
 
 # --- statuses and header fields a handler may set ------------------------------------------------
 

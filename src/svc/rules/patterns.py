@@ -2,7 +2,7 @@
 
 svc's patterns are RE2's (the syntax of Go's `regexp`), matched by Google's RE2 engine in
 linear time: no pattern, however written, can backtrack catastrophically, so no pattern can
-hang a request (docs/decisions.md, "Regular expressions"). The price is what a backtracking
+hang a request (docs/decisions/language.md, "Regular expressions"). The price is what a backtracking
 engine alone can do: backreferences and lookaround, which RE2 refuses as invalid.
 
 Both the compiler (which refuses an invalid literal pattern with a diagnostic) and the runtime

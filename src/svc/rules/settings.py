@@ -26,12 +26,21 @@ TABLES = ("config", "server", "cors", "rate_limit", "guard_limits", "jobs")
 
 @dataclass(frozen=True)
 class JobSettings:
-    """svc.toml's `[jobs]`: how often an idle job runner looks for work made elsewhere, and how
-    long past a run's deadline its lease is kept before another runner may take the job back
-    (a crashed process's jobs wait that long)."""
+    """svc.toml's `[jobs]`, handed to the background runners (svc.runtime.background) and the
+    claim statements. `poll_seconds`: how often an idle job runner looks for due jobs made
+    elsewhere (another process, a retry whose time came); a job enqueued in its own process
+    wakes it at once. `lease_grace_seconds`: how long a claim (of a job or a scheduled run)
+    outlives the run's deadline before another runner may take it over: a crashed process's
+    jobs wait that long. A live runner cancels its run at the deadline, so the grace only has
+    to cover a busy event loop and clocks running apart."""
 
     poll_seconds: float = 0.2
     lease_grace_seconds: float = 5.0
+
+    @property
+    def lease_grace_ms(self) -> int:
+        """The grace as the tables count time (milliseconds)."""
+        return round(self.lease_grace_seconds * 1000)
 
 
 #: `[jobs]`'s keys: what each means, and the least value allowed (seconds, above zero).

@@ -19,7 +19,9 @@ from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     STR, UNIT, UNKNOWN, ClassRef, Opt, ResultOf, Type, format_type,
 )
-from svc.rules.contract import JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS
+from svc.rules.contract import (
+    JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS, TriggerKind,
+)
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
             "in", "return", "break", "continue", "pass", "match", "case", "try", "import",
@@ -155,14 +157,15 @@ def _background_text(program: CheckedProgram, name: str) -> str:
     for attr in decl.background if decl is not None else ():
         written = {o.name: o.value for o in attr.options}
         deadline = _duration(written.get("deadline"),
-                             JOB_DEADLINE_MS if attr.kind == "job" else SCHEDULE_DEADLINE_MS)
-        if attr.kind == "job":
+                             JOB_DEADLINE_MS if attr.kind is TriggerKind.JOB
+                             else SCHEDULE_DEADLINE_MS)
+        if attr.kind is TriggerKind.JOB:
             attempts = written.get("attempts")
             count = attempts if isinstance(attempts, int) else JOB_ATTEMPTS
             text += (f"\n\njob: `{attr.text}` ({count} attempt{'s' if count != 1 else ''}, "
                      f"backoff {_duration(written.get('backoff'), JOB_BACKOFF_MS)}, "
                      f"deadline {deadline})")
-        elif attr.kind == "every":
+        elif attr.kind is TriggerKind.EVERY:
             text += f"\n\nschedule: every {attr.text}, deadline {deadline}"
         else:
             text += f"\n\nschedule: cron `{attr.text}` (UTC), deadline {deadline}"
@@ -497,8 +500,8 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
                 found.append(Symbol(f"{r.method} {r.path}", "route", f"handler {item.name}",
                                     r.span, r.path_span))
             for b in item.background:
-                role = "job" if b.kind == "job" else "schedule"
-                found.append(Symbol(f"{b.kind} {b.text}", role, f"handler {item.name}", b.span,
-                                    b.text_span))
+                role = "job" if b.kind is TriggerKind.JOB else "schedule"
+                found.append(Symbol(f"{b.kind.value} {b.text}", role, f"handler {item.name}",
+                                    b.span, b.text_span))
             found.append(Symbol(item.name, "function", detail, item.span, item.name_span))
     return found

@@ -17,13 +17,13 @@ from svc.compiler.source import Span
 from svc.compiler.svctypes import DB, UNIT, UNKNOWN, ClassRef, ResultOf, Type, format_type
 from svc.rules.contract import (
     JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, JOB_NAME, MAX_ATTEMPTS, MAX_DURATION_MS,
-    MIN_PERIOD_MS, SCHEDULE_DEADLINE_MS, duration_ms,
+    MIN_PERIOD_MS, SCHEDULE_DEADLINE_MS, TriggerKind, duration_ms,
 )
 
 Report = Callable[[str, Span], None]
 DURATION_TEXT = "a duration such as \"500ms\", \"30s\", \"5m\", \"1h\" or \"1d\""
-_OPTIONS = {"job": ("attempts", "backoff", "deadline"), "every": ("deadline",),
-            "cron": ("deadline",)}
+_OPTIONS = {TriggerKind.JOB: ("attempts", "backoff", "deadline"),
+            TriggerKind.EVERY: ("deadline",), TriggerKind.CRON: ("deadline",)}
 
 
 def build_background(functions: Iterable[FunctionInfo],
@@ -46,7 +46,7 @@ def build_background(functions: Iterable[FunctionInfo],
         attr = attrs[0]  # above an `async def`: the parser refuses an attribute on a `def`
         options = _options(attr, report)
         _check_result(fn, attr, report)
-        if attr.kind == "job":
+        if attr.kind is TriggerKind.JOB:
             job = _job(fn, attr, options, report)
             earlier = jobs.get(job.name)
             if earlier is not None:
@@ -67,10 +67,10 @@ def _options(attr: syntax.BackgroundAttr, report: Report) -> dict[str, int]:
     values: dict[str, int] = {}
     for option in attr.options:
         if option.name not in allowed:
-            report(f"@{attr.kind} has no option '{option.name}' (it takes "
+            report(f"@{attr.kind.value} has no option '{option.name}' (it takes "
                    f"{', '.join(allowed)})", option.span)
         elif option.name in values:
-            report(f"option '{option.name}' of @{attr.kind} is given twice", option.span)
+            report(f"option '{option.name}' of @{attr.kind.value} is given twice", option.span)
         elif option.name == "attempts":
             if not isinstance(option.value, int) or not 1 <= option.value <= MAX_ATTEMPTS:
                 report(f"attempts must be an integer from 1 to {MAX_ATTEMPTS}, found "
@@ -90,8 +90,8 @@ def _options(attr: syntax.BackgroundAttr, report: Report) -> dict[str, int]:
 def _check_result(fn: FunctionInfo, attr: syntax.BackgroundAttr, report: Report) -> None:
     if fn.returns not in (ResultOf(UNIT), UNKNOWN):
         where = fn.decl.returns.span if fn.decl.returns is not None else fn.decl.name_span
-        report(f"@{attr.kind} function '{fn.name}' must return Result[unit, Error] (an error "
-               f"is a failed run), found {format_type(fn.returns)}", where)
+        report(f"@{attr.kind.value} function '{fn.name}' must return Result[unit, Error] (an "
+               f"error is a failed run), found {format_type(fn.returns)}", where)
 
 
 def _job(fn: FunctionInfo, attr: syntax.BackgroundAttr, options: dict[str, int],
@@ -134,7 +134,7 @@ def _schedule(fn: FunctionInfo, attr: syntax.BackgroundAttr, options: dict[str, 
                f"(db: Db) -> Result[unit, Error]'", fn.decl.name_span)
         return None
     deadline = options.get("deadline", SCHEDULE_DEADLINE_MS)
-    if attr.kind == "every":
+    if attr.kind is TriggerKind.EVERY:
         period = duration_ms(attr.text)
         if period is None or not MIN_PERIOD_MS <= period <= MAX_DURATION_MS:
             report(f"the period of @every must be {DURATION_TEXT}, from 1s to 7 days, found "

@@ -22,7 +22,7 @@ from svc.compiler.svctypes import (
 from svc.rules.contract import ParamSource, PathError, ResultKind, parse_path
 
 #: Paths the server answers itself (docs/reference/http.md, built-in routes); no handler may
-#: take them, whatever the method (docs/decisions.md).
+#: take them, whatever the method (docs/decisions/http.md).
 RESERVED_PATHS = ("/health", "/ready", "/stream", "/ws")
 
 PATH_TYPES = (I64, I32, STR)

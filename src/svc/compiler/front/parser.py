@@ -15,11 +15,15 @@ from svc.compiler.front.lexer import KEYWORDS, Token, tokenize
 from svc.compiler.front.parse_cursor import ParseError
 from svc.compiler.front.parse_expressions import EXPR_START, ExpressionParser
 from svc.compiler.source import SourceFile, Span
-from svc.rules.contract import RECURSION_LIMIT
+from svc.rules.contract import RECURSION_LIMIT, TriggerKind
 
 ROUTE_METHODS = {"get": "GET", "post": "POST", "put": "PUT", "patch": "PATCH", "delete": "DELETE"}
-#: The attributes of functions run outside requests (durable jobs and schedules).
-BACKGROUND_KINDS = ("job", "every", "cron")
+#: The attributes of functions run outside requests (durable jobs and schedules), by spelling.
+TRIGGER_ATTRIBUTES = {kind.value: kind for kind in TriggerKind}
+#: What each trigger attribute's string literal is, and an example of it (for messages).
+_TRIGGER_ARGUMENTS = {TriggerKind.JOB: ("a job name", "send_email"),
+                      TriggerKind.EVERY: ("a period", "5m"),
+                      TriggerKind.CRON: ("a cron expression", "0 3 * * *")}
 ATTRIBUTES_TEXT = "@get, @post, @put, @patch, @delete, @job, @every, @cron or @guard"
 MAX_BLOCKS = 100
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
@@ -215,7 +219,7 @@ class Parser(ExpressionParser):
         attrs: list[Token] = []
         while self.at("@"):
             attrs.append(self.tok)
-            if self.peek().kind == "name" and self.peek().value in BACKGROUND_KINDS:
+            if self.peek().kind == "name" and self.peek().value in TRIGGER_ATTRIBUTES:
                 background.append(self.background_attr())
             elif self.peek().kind == "name" and self.peek().value == "guard":
                 guards.append(self.guard_attr())
@@ -292,12 +296,10 @@ class Parser(ExpressionParser):
 
     def background_attr(self) -> syntax.BackgroundAttr:
         start = self.advance()
-        name = self.advance()
-        what, example = {"job": ("a job name", "send_email"), "every": ("a period", "5m"),
-                         "cron": ("a cron expression", "0 3 * * *")}[name.text]
-        text, options = self.attr_arguments(name.text, what, example)
-        return syntax.BackgroundAttr(self.span_from(start), name.text, text.text, text.span,
-                                     options)
+        kind = TRIGGER_ATTRIBUTES[self.advance().text]
+        what, example = _TRIGGER_ARGUMENTS[kind]
+        text, options = self.attr_arguments(kind.value, what, example)
+        return syntax.BackgroundAttr(self.span_from(start), kind, text.text, text.span, options)
 
     def attr_arguments(self, attr: str, what: str, example: str,
                        options: bool = True) -> tuple[Token, list[syntax.AttrOption]]:

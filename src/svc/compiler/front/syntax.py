@@ -17,6 +17,7 @@ from typing import Iterator, Optional, Union
 
 from svc.compiler.source import Span
 from svc.compiler.svctypes import Type
+from svc.rules.contract import TriggerKind
 
 
 @dataclass(eq=False)
@@ -364,10 +365,10 @@ class AttrOption(Node):
 @dataclass(eq=False)
 class BackgroundAttr(Node):
     """`@job("send_email", attempts=5)`, `@every("5m")` or `@cron("0 3 * * *")`: a function
-    the server runs outside requests. `kind` is "job", "every" or "cron"; `text` is the job's
-    name, the period or the cron expression."""
+    the server runs outside requests. `kind` is the attribute; `text` is the job's name, the
+    period or the cron expression."""
 
-    kind: str
+    kind: TriggerKind
     text: str
     text_span: Span
     options: list[AttrOption] = field(default_factory=list)

@@ -12,6 +12,12 @@ as Oban and River do); on SQLite the one writer at a time is the database's own 
 are milliseconds since the epoch (UTC) as BIGINT, the same on both databases. A finishing
 statement names the runner (`locked_by`), so a runner that lost its claim (its lease ran
 out and another runner rescued the job) changes nothing.
+
+The tables carry a version, kept in `svc_internal_schema` (one row per internal table), and
+bring themselves up to date: `create_tables` applies the steps a table misses, in order, under
+a lock that serializes it with every other process on the database. A table made by svc 0.3
+(present, no version recorded) is at version 1. A database whose tables are newer than this
+svc knows is refused: an older svc must not write rows whose meaning it does not know.
 """
 
 from __future__ import annotations
@@ -19,21 +25,20 @@ from __future__ import annotations
 import time
 import weakref
 
-from svc.runtime.db.base import ALL, EXEC, SCRIPT, Db, Tx
+from svc.rules.settings import JobSettings
+from svc.runtime.db.base import ALL, COMMIT, EXEC, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.migrations import begin_locked
 from svc.runtime.lib.support import SvcError
 
-#: A lease outlives a run's deadline by this much before another runner may take it over (a
-#: runner cancels its run at the deadline, so a live runner never holds a job past it).
-LEASE_GRACE_MS = 5_000
 #: Done jobs are kept this long (to see what ran), then deleted; dead ones are kept.
 KEEP_DONE_MS = 24 * 3_600_000
 #: The key of the PostgreSQL advisory lock taken while the tables are made.
 _PG_LOCK_KEY = 0x7376636A6F627300
 
-_TABLES = {
+#: Version 1 of each internal table, as svc 0.3 made them.
+_JOBS_V1 = {
     "sqlite": """
-CREATE TABLE IF NOT EXISTS svc_jobs (
+CREATE TABLE svc_jobs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   name TEXT NOT NULL,
   payload TEXT NOT NULL,
@@ -48,17 +53,10 @@ CREATE TABLE IF NOT EXISTS svc_jobs (
   created_at INTEGER NOT NULL,
   finished_at INTEGER
 );
-CREATE INDEX IF NOT EXISTS svc_jobs_due ON svc_jobs (state, run_at);
-CREATE TABLE IF NOT EXISTS svc_schedules (
-  name TEXT PRIMARY KEY,
-  spec TEXT NOT NULL,
-  next_run_at INTEGER NOT NULL,
-  locked_by TEXT,
-  locked_until INTEGER
-);
+CREATE INDEX svc_jobs_due ON svc_jobs (state, run_at);
 """,
     "postgresql": """
-CREATE TABLE IF NOT EXISTS svc_jobs (
+CREATE TABLE svc_jobs (
   id BIGSERIAL PRIMARY KEY,
   name TEXT NOT NULL,
   payload TEXT NOT NULL,
@@ -73,8 +71,21 @@ CREATE TABLE IF NOT EXISTS svc_jobs (
   created_at BIGINT NOT NULL,
   finished_at BIGINT
 );
-CREATE INDEX IF NOT EXISTS svc_jobs_due ON svc_jobs (state, run_at);
-CREATE TABLE IF NOT EXISTS svc_schedules (
+CREATE INDEX svc_jobs_due ON svc_jobs (state, run_at);
+""",
+}
+_SCHEDULES_V1 = {
+    "sqlite": """
+CREATE TABLE svc_schedules (
+  name TEXT PRIMARY KEY,
+  spec TEXT NOT NULL,
+  next_run_at INTEGER NOT NULL,
+  locked_by TEXT,
+  locked_until INTEGER
+);
+""",
+    "postgresql": """
+CREATE TABLE svc_schedules (
   name TEXT PRIMARY KEY,
   spec TEXT NOT NULL,
   next_run_at BIGINT NOT NULL,
@@ -82,6 +93,27 @@ CREATE TABLE IF NOT EXISTS svc_schedules (
   locked_until BIGINT
 );
 """,
+}
+
+#: The steps of each internal table, oldest first: after step n (each SQL text by dialect) the
+#: table is at version n. Steps are only ever appended, and a later step keeps the rows an
+#: older svc wrote (a job queued before an upgrade still runs after it).
+STEPS: dict[str, list[dict[str, str]]] = {
+    "svc_jobs": [_JOBS_V1],
+    "svc_schedules": [_SCHEDULES_V1],
+}
+
+#: Where the versions are recorded. Its own shape never changes (so it needs no version).
+_VERSIONS = ("CREATE TABLE IF NOT EXISTS svc_internal_schema (name TEXT PRIMARY KEY, "
+             "version BIGINT NOT NULL)")
+_READ_VERSIONS = "SELECT name, version FROM svc_internal_schema"
+_RECORD_VERSION = ("INSERT INTO svc_internal_schema (name, version) VALUES (?1, ?2) "
+                   "ON CONFLICT (name) DO UPDATE SET version = excluded.version")
+#: Whether a table is there (one made by svc 0.3 has no recorded version): 1 or 0.
+_TABLE_EXISTS = {
+    "sqlite": "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?1",
+    # the table the statements would find, through the search path, as they do
+    "postgresql": "SELECT COUNT(to_regclass(?1)) AS n",
 }
 
 _INSERT = ("INSERT INTO svc_jobs (name, payload, max_attempts, deadline_ms, run_at, created_at) "
@@ -176,23 +208,42 @@ class ScheduleRow:
         self.next_run_at = next_run_at
 
 
-#: The databases known to have the tables (made or checked by this process).
+class _TableVersion:
+    __svc_fields__ = (("name", "str", False), ("version", "i64", False))
+    __slots__ = ("name", "version")
+
+    def __init__(self, name: str, version: int) -> None:
+        self.name = name
+        self.version = version
+
+
+class _Count:
+    __svc_fields__ = (("n", "i64", False),)
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+#: The databases known to have the tables at their current versions (made, brought up to
+#: date or checked by this process).
 _prepared: weakref.WeakSet[Db] = weakref.WeakSet()
 
 
 async def create_tables(db: Db) -> None | SvcError:
-    """Make svc_jobs and svc_schedules where missing, under the lock migrations take, so two
-    processes starting at once do not both try."""
+    """Make svc_jobs and svc_schedules where missing, or bring them up to date, under the lock
+    migrations take (SQLite's write lock, a PostgreSQL advisory lock), so that processes
+    starting at once apply each step once: whoever gets the lock second finds it done."""
     if db in _prepared:
         return None
     tx = await begin_locked(db, _PG_LOCK_KEY)
     if isinstance(tx, SvcError):
         return tx
-    made = await tx._submit(SCRIPT, _TABLES[db.dialect], (), None)
-    if isinstance(made, SvcError):
-        await tx._end("rollback")
-        return SvcError(made.kind, f"cannot make the job tables: {made.message}")
-    done = await tx._end("commit")
+    current = await _bring_up_to_date(tx)
+    if isinstance(current, SvcError):
+        await tx._end(ROLLBACK)
+        return current
+    done = await tx._end(COMMIT)
     if done is None:
         _prepared.add(db)
     return done
@@ -201,14 +252,62 @@ async def create_tables(db: Db) -> None | SvcError:
 async def ensure_tables(handle: Db | Tx) -> None | SvcError:
     """Before an `enqueue`: the tables exist once `serve` started, but `main` (before serving)
     and `svcc test` may enqueue first. Given a Tx they are made inside it (the Db is held by
-    it), so they vanish if it rolls back, and are made again next time."""
+    it), so they vanish if it rolls back, and are made again next time. Its lock is the one
+    `create_tables` takes: SQLite's write lock, which the Tx holds from its BEGIN IMMEDIATE,
+    or the advisory lock, taken here and held until the Tx ends."""
     if isinstance(handle, Db):
         return await create_tables(handle)
     if handle.db in _prepared:
         return None
-    made = await handle._submit(SCRIPT, _TABLES[handle.dialect], (), None)
-    return SvcError(made.kind, f"cannot make the job tables: {made.message}") \
-        if isinstance(made, SvcError) else None
+    if handle.dialect == "postgresql":
+        locked = await handle._submit(EXEC, "SELECT pg_advisory_xact_lock(?1)", (_PG_LOCK_KEY,),
+                                      None)
+        if isinstance(locked, SvcError):
+            return locked
+    current = await _bring_up_to_date(handle)
+    if isinstance(current, SvcError):
+        return current
+    if current:  # nothing was made in the Tx: the tables stay whatever it does
+        _prepared.add(handle.db)
+    return None
+
+
+async def _bring_up_to_date(tx: Tx) -> bool | SvcError:
+    """In a transaction holding the lock: apply to each internal table the steps it misses and
+    record its version. True when every table was already current (nothing changed)."""
+    made = await tx._submit(EXEC, _VERSIONS, (), None)
+    if isinstance(made, SvcError):
+        return _cannot(made)
+    rows = await tx._submit(ALL, _READ_VERSIONS, (), _TableVersion)
+    if isinstance(rows, SvcError):
+        return _cannot(rows)
+    recorded = {row.name: row.version for row in rows}
+    current = True
+    for table, steps in STEPS.items():
+        version = recorded.get(table)
+        if version is None:  # none recorded: made by svc 0.3 (version 1), or not made yet
+            found = await tx._submit(ALL, _TABLE_EXISTS[tx.dialect], (table,), _Count)
+            if isinstance(found, SvcError):
+                return _cannot(found)
+            version = 1 if found[0].n else 0
+        elif version > len(steps):
+            return SvcError("database", f"this database's {table} table is at version "
+                            f"{version}, newer than this svc knows (version {len(steps)}): a "
+                            "newer svc has used it; run that svc or a newer one against it")
+        for number in range(version + 1, len(steps) + 1):
+            applied = await tx._submit(SCRIPT, steps[number - 1][tx.dialect], (), None)
+            if isinstance(applied, SvcError):
+                return _cannot(applied, f"bring {table} to version {number}")
+        if recorded.get(table) != len(steps):
+            written = await tx._submit(EXEC, _RECORD_VERSION, (table, len(steps)), None)
+            if isinstance(written, SvcError):
+                return _cannot(written)
+            current = False
+    return current
+
+
+def _cannot(error: SvcError, what: str = "make the job tables") -> SvcError:
+    return SvcError(error.kind, f"cannot {what}: {error.message}")
 
 
 def insert_statement() -> str:
@@ -219,8 +318,12 @@ def claim_statement(dialect: str, names: list[str]) -> str:
     return _CLAIM[dialect].format(names=", ".join(f"'{n}'" for n in names))
 
 
-async def claim(db: Db, statement: str, runner: str, count: int) -> list[ClaimedJob] | SvcError:
-    return await db._submit(ALL, statement, (runner, now_ms(), LEASE_GRACE_MS, count), ClaimedJob)
+async def claim(db: Db, statement: str, runner: str, count: int,
+                timings: JobSettings = JobSettings()) -> list[ClaimedJob] | SvcError:
+    """Claim up to `count` due jobs for `runner`, each leased until its deadline plus the
+    timings' lease grace."""
+    return await db._submit(ALL, statement, (runner, now_ms(), timings.lease_grace_ms, count),
+                            ClaimedJob)
 
 
 async def mark_done(db: Db, job: ClaimedJob, runner: str) -> int | SvcError:

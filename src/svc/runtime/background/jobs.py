@@ -25,10 +25,10 @@ from collections.abc import Awaitable
 from typing import Any
 
 from svc.rules.contract import Job
-from svc.rules.settings import Settings
 from svc.process import fault_message
 from svc.runtime.background import job_store as store
 from svc.runtime.observability import metrics
+from svc.rules.settings import JobSettings, Settings
 from svc.runtime.http.context import set_request_deadline
 from svc.runtime.db import db_one
 from svc.runtime.db.transactions import refuse_if_held
@@ -40,9 +40,6 @@ from svc.runtime.services import current as current_services
 #: Jobs one process runs at once (`SVC_JOB_CONCURRENCY`).
 CONCURRENCY_VARIABLE = "SVC_JOB_CONCURRENCY"
 DEFAULT_CONCURRENCY = 10
-#: How often an idle runner looks for due jobs made elsewhere (another process, a retry's
-#: time come); a job enqueued in this process wakes it at once.
-POLL_SECONDS = 0.2
 #: How often a runner puts back the jobs of runners that stopped without finishing them.
 RESCUE_SECONDS = 1.0
 PRUNE_SECONDS = 60.0
@@ -98,8 +95,10 @@ def backoff_ms(base_ms: int, attempt: int) -> int:
 class JobRunner:
     """Claims and runs this program's jobs in one serving process."""
 
-    def __init__(self, db: Db, jobs: list[Job], log: ServerLog, concurrency: int) -> None:
+    def __init__(self, db: Db, jobs: list[Job], log: ServerLog, concurrency: int,
+                 timings: JobSettings = JobSettings()) -> None:
         self.db = db
+        self.timings = timings  # how often it polls; how long its claims outlive deadlines
         self.jobs = {job.name: job for job in jobs}
         self.log = log
         self.concurrency = concurrency
@@ -124,9 +123,9 @@ class JobRunner:
             await self.housekeeping()
             free = self.concurrency - len(self.running)
             if free < self.batch and self.running:
-                await self.pause(POLL_SECONDS)  # until runs end and free a batch of slots
+                await self.pause(self.timings.poll_seconds)  # until runs free a batch of slots
                 continue
-            jobs = await store.claim(self.db, self.claim_sql, self.runner, free)
+            jobs = await store.claim(self.db, self.claim_sql, self.runner, free, self.timings)
             if isinstance(jobs, SvcError):
                 self.log.error(f"jobs: cannot claim jobs: {jobs.message}")
                 await self.pause(DATABASE_PAUSE_SECONDS)
@@ -134,7 +133,7 @@ class JobRunner:
             for job in jobs:
                 self.start_run(job)
             if len(jobs) < free:
-                await self.pause(POLL_SECONDS)  # nothing more is due now
+                await self.pause(self.timings.poll_seconds)  # nothing more is due now
 
     async def pause(self, seconds: float) -> None:
         """Until woken (a job enqueued here, a run finished) or `seconds` passed."""
@@ -249,7 +248,8 @@ async def run_jobs(db: Db, jobs: list[Job], settings: Settings | None = None) ->
     made = await store.create_tables(db)
     if isinstance(made, SvcError) or not jobs:
         return made if isinstance(made, SvcError) else 0
-    runner = JobRunner(db, jobs, ServerLog(), concurrency=1)
+    runner = JobRunner(db, jobs, ServerLog(), concurrency=1,
+                       timings=(settings or Settings()).jobs)
     for runs in range(RUN_JOBS_LIMIT + 1):
         claimed = await store.claim(db, runner.claim_sql, runner.runner, 1)
         if isinstance(claimed, SvcError) or not claimed:

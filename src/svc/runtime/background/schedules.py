@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from svc.rules.contract import Schedule
+from svc.rules.contract import Schedule, TriggerKind
 from svc.runtime.background import job_store as store
 from svc.runtime.observability import serverlog
+from svc.rules.settings import JobSettings
 from svc.runtime.db.base import Db
 from svc.runtime.background.jobs import DATABASE_PAUSE_SECONDS, run_once, runner_id
 from svc.runtime.observability.serverlog import ServerLog
@@ -30,14 +31,16 @@ TICK_SECONDS = 0.25
 
 
 def spec_of(schedule: Schedule) -> str:
-    """What the row remembers of the attribute, so a changed one starts counting anew."""
-    return f"every {schedule.every_ms}ms" if schedule.every_ms else f"cron {schedule.cron}"
+    """What the row remembers of the attribute, so a changed one starts counting anew:
+    `every 300000ms` or `cron 0 3 * * *` (the text rows of 0.3 hold, so keep it)."""
+    what = f"{schedule.every_ms}ms" if schedule.kind is TriggerKind.EVERY else schedule.cron
+    return f"{schedule.kind.value} {what}"
 
 
 def next_run_ms(schedule: Schedule, after_ms: int) -> int:
     """The first due time after `after_ms`: one period later, or the cron expression's next
     match (UTC)."""
-    if schedule.every_ms:
+    if schedule.kind is TriggerKind.EVERY:
         return after_ms + schedule.every_ms
     from croniter import croniter  # only programs with @cron pay for the import
 
@@ -47,8 +50,10 @@ def next_run_ms(schedule: Schedule, after_ms: int) -> int:
 class ScheduleRunner:
     """Takes and runs this program's scheduled functions in one serving process."""
 
-    def __init__(self, db: Db, schedules: list[Schedule], log: ServerLog) -> None:
+    def __init__(self, db: Db, schedules: list[Schedule], log: ServerLog,
+                 timings: JobSettings = JobSettings()) -> None:
         self.db = db
+        self.timings = timings  # how long its leases outlive a run's deadline
         self.schedules = {s.name: s for s in schedules}
         self.log = log
         self.runner = runner_id()
@@ -89,7 +94,7 @@ class ScheduleRunner:
 
     async def try_to_run(self, schedule: Schedule) -> None:
         now = store.now_ms()
-        lease_end = now + schedule.deadline_ms + store.LEASE_GRACE_MS
+        lease_end = now + schedule.deadline_ms + self.timings.lease_grace_ms
         taken = await store.take_schedule(self.db, schedule.name, self.runner, lease_end,
                                           next_run_ms(schedule, now))
         if taken == 1:  # this process won the run; any other process's UPDATE changed nothing

@@ -12,6 +12,7 @@ import asyncio
 from svc.rules.contract import Job, Schedule
 from svc.runtime.background import job_store
 from svc.runtime.services import current as current_services
+from svc.rules.settings import JobSettings
 from svc.runtime.db.base import Db
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcError
@@ -36,10 +37,10 @@ def runs_jobs_here(db: Db) -> bool:
     return db.dialect != "sqlite" or current_services().worker_slot in (None, 0)
 
 
-async def start_background(db: Db, jobs: list[Job], schedules: list[Schedule],
-                           log: ServerLog) -> Background | SvcError:
-    """Make the tables where missing and start a runner for the jobs and one for the
-    schedules (the program has one or the other)."""
+async def start_background(db: Db, jobs: list[Job], schedules: list[Schedule], log: ServerLog,
+                           timings: JobSettings = JobSettings()) -> Background | SvcError:
+    """Make the tables where missing (or bring them up to date) and start a runner for the
+    jobs and one for the schedules (the program has one or the other), both with `timings`."""
     if not isinstance(db, Db):
         return SvcError("invalid", "serve needs a database handle to run jobs and schedules")
     from svc.runtime.background import jobs as job_runtime
@@ -53,9 +54,9 @@ async def start_background(db: Db, jobs: list[Job], schedules: list[Schedule],
         concurrency = job_runtime.concurrency_from_env()
         if isinstance(concurrency, SvcError):
             return concurrency
-        runners.append(job_runtime.JobRunner(db, jobs, log, concurrency))
+        runners.append(job_runtime.JobRunner(db, jobs, log, concurrency, timings))
     if schedules:
-        schedule_runner = schedule_runtime.ScheduleRunner(db, schedules, log)
+        schedule_runner = schedule_runtime.ScheduleRunner(db, schedules, log, timings)
         registered = await schedule_runner.register()
         if isinstance(registered, SvcError):
             return SvcError(registered.kind, f"cannot register the schedules: "

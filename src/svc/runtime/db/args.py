@@ -15,7 +15,7 @@ so that one program behaves alike on SQLite and PostgreSQL.
 
 `usual(args)` is the hot path: one look at each argument's class, and a search for NUL in
 each `str`, for calls with no NUL, view or List. (It replaced the backends' own search for
-views, which cost about as much: measured in docs/decisions.md.)
+views, which cost about as much: measured in bench/measurements/database.md.)
 """
 
 from __future__ import annotations

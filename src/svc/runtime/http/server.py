@@ -212,7 +212,8 @@ async def _start_services(stack: AsyncExitStack, app: App, port: int, metrics_po
     if jobs or schedules:  # imported only by programs that have them
         from svc.runtime.background.service import start_background
 
-        background = await start_background(db, jobs, schedules, app.log)
+        background = await start_background(db, jobs, schedules, app.log,
+                                            services.settings.jobs)
         if isinstance(background, SvcError):
             return background
         stack.push_async_callback(background.stop, SHUTDOWN_GRACE)

@@ -13,7 +13,7 @@ one SO_REUSEPORT group, and the kernel spreads new connections over them by a ha
 address pair. Measured here (wrk, 64 connections for 5 s, two workers) the workers held
 30/46 to 37/39 sockets that way, where with one shared listening socket they held as badly
 as 64/10: a worker woken for a new connection accepts every one waiting, so whichever wakes
-first takes most, and throughput suffered with it (docs/decisions.md). The price:
+first takes most, and throughput suffered with it (docs/decisions/http.md). The price:
 connections waiting in a killed worker's own queue are reset. Elsewhere (macOS, BSD:
 SO_REUSEPORT does not balance there) the workers accept from one shared listening socket.
 

@@ -1,6 +1,6 @@
 """Calling other services: the `http_get` and `http_send` builtins (and `http_stub` in tests).
 
-Built on aiohttp's client (docs/decisions.md, 'Calling other services': measured against
+Built on aiohttp's client (docs/decisions/http.md, 'Calling other services': measured against
 httpx on this machine). This module is imported only by programs that call one of these
 builtins (the code generator imports a runtime module where a call needs it), and it is the
 only module that imports aiohttp, so a program that never calls out never loads it.

@@ -1,6 +1,6 @@
 """`hash_password` and `verify_password`: scrypt, worked out on threads beside the event loop.
 
-A password hash is slow on purpose (about 55 ms, docs/decisions.md), so computing it on the
+A password hash is slow on purpose (about 55 ms, docs/decisions/language.md), so computing it on the
 event loop would stall every other request of the server for that long. hashlib's scrypt
 releases the GIL while it works, so it runs on a small thread pool instead, and the loop
 keeps answering while logins hash. The pool is the runtime's: made at the first call (a
@@ -45,7 +45,7 @@ class Cost:
 
 
 #: New hashes: 16 MiB and ~55 ms of one core each on the reference machine (Django's
-#: default too; docs/decisions.md says why not more).
+#: default too; docs/decisions/language.md says why not more).
 DEFAULT_COST = Cost(log2_n=14, r=8, p=1)
 SALT_BYTES = 16
 DIGEST_BYTES = 32

@@ -1,4 +1,4 @@
-"""The standard library of svc 0.2: text, lists, numbers, time, randomness and hashing.
+"""The standard library: text, lists, numbers, time, randomness and hashing.
 
 Generated code calls these as `_svc_stdlib.<name>` (each builtin's record in
 compiler/builtin_table.py names its function here). The checker has already made sure of every

@@ -3,7 +3,7 @@ request, which writes its access line (text or JSON) and counts it for the metri
 
 Compiled with the rest of the request path: this call runs once per request whenever access
 lines or metrics are on, and as Python it cost more than the 10% of a small request's CPU the
-issue allows for JSON lines and metrics together (docs/decisions.md, "Logs, request ids and
+issue allows for JSON lines and metrics together (docs/decisions/observability.md, "Logs, request ids and
 metrics"). What is not per request (error details, the program's `log_*` lines, their JSON
 objects) is formatted by serverlog.py, imported when first needed.
 
