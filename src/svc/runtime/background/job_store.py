@@ -15,7 +15,7 @@ out and another runner rescued the job) changes nothing.
 
 The tables carry a version, kept in `svc_internal_schema` (one row per internal table), and
 bring themselves up to date: `create_tables` applies the steps a table misses, in order, under
-a lock that serializes it with every other process on the database. A table made by svc 0.3
+a lock that serializes it with every other process on the database. A table made by release 0.3
 (present, no version recorded) is at version 1. A database whose tables are newer than this
 svc knows is refused: an older svc must not write rows whose meaning it does not know.
 """
@@ -35,7 +35,7 @@ KEEP_DONE_MS = 24 * 3_600_000
 #: The key of the PostgreSQL advisory lock taken while the tables are made.
 _PG_LOCK_KEY = 0x7376636A6F627300
 
-#: Version 1 of each internal table, as svc 0.3 made them.
+#: Version 1 of each internal table, as release 0.3 made them.
 _JOBS_V1 = {
     "sqlite": """
 CREATE TABLE svc_jobs (
@@ -109,7 +109,7 @@ _VERSIONS = ("CREATE TABLE IF NOT EXISTS svc_internal_schema (name TEXT PRIMARY 
 _READ_VERSIONS = "SELECT name, version FROM svc_internal_schema"
 _RECORD_VERSION = ("INSERT INTO svc_internal_schema (name, version) VALUES (?1, ?2) "
                    "ON CONFLICT (name) DO UPDATE SET version = excluded.version")
-#: Whether a table is there (one made by svc 0.3 has no recorded version): 1 or 0.
+#: Whether a table is there (one made by release 0.3 has no recorded version): 1 or 0.
 _TABLE_EXISTS = {
     "sqlite": "SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ?1",
     # the table the statements would find, through the search path, as they do
@@ -285,7 +285,7 @@ async def _bring_up_to_date(tx: Tx) -> bool | SvcError:
     current = True
     for table, steps in STEPS.items():
         version = recorded.get(table)
-        if version is None:  # none recorded: made by svc 0.3 (version 1), or not made yet
+        if version is None:  # none recorded: made by release 0.3 (version 1), or not made yet
             found = await tx._submit(ALL, _TABLE_EXISTS[tx.dialect], (table,), _Count)
             if isinstance(found, SvcError):
                 return _cannot(found)

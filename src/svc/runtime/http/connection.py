@@ -20,9 +20,8 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
 
 `_enter(phase, deadline)` is the only place a connection changes phase; `TRANSITIONS` lists
 the moves it may make (tests/runtime/test_connection.py checks every move it observes).
-
-Handlers start eagerly: most finish without suspending and are answered on the spot, with
-no Task. A handler that really awaits is driven on by an `eager.Resumer` (no Task either).
+Handlers start eagerly: most finish without suspending and are answered on the spot, with no
+Task; one that really awaits is driven on by an `eager.Resumer` (no Task either).
 """
 
 from __future__ import annotations
@@ -36,8 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc.rules.contract import PROCESSING_LIMIT, ResultKind
 from svc.process import fault_message
-from svc.runtime.http import builtin_routes
-from svc.runtime.http import custom_response, eager, responses
+from svc.runtime.http import builtin_routes, custom_response, eager, responses
 from svc.runtime.http.context import request_deadline_var as _deadline_var
 from svc.runtime.http.deadlines import Sweeper
 from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
@@ -49,7 +47,7 @@ from svc.runtime.lib.support import SvcError
 from svc.runtime.http.watchdog import SvcTimeout
 from svc.runtime.http.websocket import EchoSession
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the serving services, as the App holds them
     from svc.runtime.observability.tracing import Tracer
     from svc.runtime.services import Services
     from svc.runtime.traffic.gate import Gate
@@ -109,8 +107,7 @@ class App:
         #: the requests that brought one or had a line written about them (serverlog.py).
         self.every_id = log.json
         #: Requests whose handler is suspended or whose /stream body is being written: the
-        #: in-flight gauge of the metrics (a plain handler is never in flight between two
-        #: callbacks of the loop).
+        #: metrics' in-flight gauge (a plain handler never is, between two loop callbacks).
         self.in_flight = 0
         #: eager.running, reached through the App: a module global costs a dict lookup.
         self.running: eager.Running = eager.running
@@ -118,12 +115,10 @@ class App:
         self.gate: Gate | None = None  #: svc.toml's [cors] and [rate_limit] (traffic.gate)
         self.services: Services | None = None  #: the program's (svc.runtime.services)
         self.sweeper = Sweeper(loop)
-        self.sweeper.hooks.append(responses.date.refresh)
-        self.sweeper.hooks.append(log.flush)
+        self.sweeper.hooks += [responses.date.refresh, log.flush]
         self.connections: set[Connection] = set()
         self.shutting_down = False
-        #: Set once shutting down and the last connection is gone.
-        self.all_closed = asyncio.Event()
+        self.all_closed = asyncio.Event()  #: set once shutting down and the last one is gone
 
     def forget(self, conn: Connection) -> None:
         self.connections.discard(conn)
