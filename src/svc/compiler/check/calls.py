@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 
 from svc.compiler import builtin_table as B
-from svc.compiler.check import config_class, generics, maps
-from svc.compiler.check import http_types as check_http
+from svc.compiler.check import config_class, generics, maps, http_types as check_http
 from svc.compiler.check import regex_patterns
 from svc.compiler.check.context import suggest
 from svc.compiler.check.some import SOME, some_call

@@ -14,8 +14,7 @@ from __future__ import annotations
 import sys
 
 from svc.compiler.check.background import build_background
-from svc.compiler.check import generics
-from svc.compiler.check import http_types as check_http
+from svc.compiler.check import generics, http_types as check_http
 from svc.compiler.check.body import BodyChecker
 from svc.compiler.check.constants import check_constants, check_enum, enum_type
 from svc.compiler.check.context import CheckContext, Definition, suggest

@@ -22,8 +22,7 @@ from contextlib import contextmanager
 from typing import Iterator, Protocol
 
 from svc.compiler.builtin_table import TYPE_NAMES
-from svc.compiler.check import http_types as check_http
-from svc.compiler.check import maps
+from svc.compiler.check import http_types as check_http, maps
 from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
 from svc.compiler.program import ClassInfo

@@ -25,8 +25,7 @@ from svc.rules.contract import (
     error_header_problem, header_line_problem, header_problem, header_value_problem,
     method_problem, retry_after_problem, status_problem, target_problem,
 )
-from svc.rules.outbound_calls import method_problem as outbound_method_problem
-from svc.rules.outbound_calls import url_problem
+from svc.rules.outbound_calls import method_problem as outbound_method_problem, url_problem
 
 #: The type names this module resolves.
 TYPE_NAMES = HTTP_TYPE_NAMES

@@ -18,11 +18,9 @@ from __future__ import annotations
 import ast
 from typing import Callable, Protocol
 
-from svc.compiler import builtin_table as B
-from svc.compiler import svctypes as T
+from svc.compiler import builtin_table as B, svctypes as T
 from svc.compiler.codegen.pyast import JOBS, ROUTES, SCHEDULES, SETTINGS, CodegenError
-from svc.compiler.codegen.pyast import call as _call
-from svc.compiler.codegen.pyast import name as _name
+from svc.compiler.codegen.pyast import call as _call, name as _name
 from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram
 

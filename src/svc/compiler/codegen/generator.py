@@ -31,9 +31,7 @@ from svc.compiler.codegen import background_table, builtin_calls, guard_calls, r
 from svc.compiler.codegen.pyast import (
     CONFIG, JOBS, PREFIX, ROUTES, SCHEDULES, SETTINGS, TX_SCOPE, CodegenError, field_name, type_of,
 )
-from svc.compiler.codegen.pyast import call as _call
-from svc.compiler.codegen.pyast import located as _located
-from svc.compiler.codegen.pyast import name as _name
+from svc.compiler.codegen.pyast import call as _call, located as _located, name as _name
 from svc.compiler.codegen.pyast import store as _store
 from svc.compiler.codegen.statements import StatementGen
 from svc.compiler.codegen.fstrings import fstring

@@ -12,11 +12,8 @@ from __future__ import annotations
 import ast
 from typing import Protocol
 
-from svc.compiler.codegen.pyast import CodegenError, field_name, type_of
-from svc.compiler.codegen.pyast import call as _call
-from svc.compiler.codegen.pyast import located as _located
-from svc.compiler.codegen.pyast import name as _name
-from svc.compiler.codegen.pyast import store as _store
+from svc.compiler.codegen.pyast import CodegenError, field_name, type_of, call as _call
+from svc.compiler.codegen.pyast import located as _located, name as _name, store as _store
 from svc.compiler.front import syntax
 from svc.compiler.svctypes import Type
 

@@ -25,13 +25,11 @@ from svc.rules.contract import (
 from svc.runtime.http import builtin_routes
 from svc.runtime.http.connection import App, Connection, Phase
 from svc.runtime.http.custom_response import Response
-from svc.runtime.http.headers import Headers
-from svc.runtime.http.headers import header as request_header
+from svc.runtime.http.headers import Headers, header as request_header
 from svc.runtime.http.routing import Router
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcFault
-from svc.runtime.services import Services
-from svc.runtime.services import current as current_services
+from svc.runtime.services import Services, current as current_services
 from svc.runtime.traffic.gate import Gate, gate_for, install_guard_limits
 
 if TYPE_CHECKING:
