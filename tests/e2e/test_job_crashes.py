@@ -17,14 +17,26 @@ from tests.helpers.svc_process import REPO, start
 
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "jobs.svc"
 JOBS = 1000
+#: svc.toml's `[jobs] lease_grace_seconds` for the crash test: a killed runner's claims are
+#: taken back this long after their deadline, instead of the default 5 s.
+LEASE_GRACE = 0.5
+
+
+def project(tmp_path, lease_grace: float) -> list[str]:
+    """The jobs program as a project whose svc.toml sets the lease grace."""
+    (tmp_path / "jobs.svc").write_text(PROGRAM.read_text())
+    (tmp_path / "svc.toml").write_text(
+        f'entry = "jobs.svc"\n\n[jobs]\nlease_grace_seconds = {lease_grace}\n')
+    return ["--project", str(tmp_path)]
 
 
 def count(url: str, sql: str) -> int:
     return query(url, sql)[0][0]
 
 
-def test_jobs_survive_kill_9_and_each_is_done_once_after_the_restart(database_url):
-    server = start([str(PROGRAM)], env={"SVC_DB": database_url})
+def test_jobs_survive_kill_9_and_each_is_done_once_after_the_restart(database_url, tmp_path):
+    program = project(tmp_path, LEASE_GRACE)
+    server = start(program, env={"SVC_DB": database_url})
     try:
         assert server.request("POST", f"/bulk/1/{JOBS}/20").json() == JOBS
         wait_for(lambda: count(database_url, "SELECT COUNT(*) FROM shipped") >= 150, timeout=60)
@@ -37,9 +49,9 @@ def test_jobs_survive_kill_9_and_each_is_done_once_after_the_restart(database_ur
     assert states.get("running", 0) > 0, states  # the killed runner's claims are left behind
     assert sum(states.values()) == JOBS
 
-    again = start([str(PROGRAM)], env={"SVC_DB": database_url})
+    again = start(program, env={"SVC_DB": database_url})
     try:
-        # The orphaned claims are taken back once their lease (deadline 3s + 5s) has passed.
+        # The orphaned claims are taken back once their lease (deadline 3 s + the grace) passed.
         wait_for(lambda: count(database_url, "SELECT COUNT(*) FROM svc_jobs WHERE state = 'done'")
                  == JOBS, timeout=90)
         assert "put back in the queue" in again.log("put back in the queue")
