@@ -126,16 +126,13 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
         return wait
     if not isinstance(port, int) or not 0 <= port <= 65535:
         return SvcError("invalid", f"invalid port {port}")
-    log_format = log_format_from_env()
-    if isinstance(log_format, SvcError):
-        return log_format
-    metrics_port = metrics.port_from_env()
-    if isinstance(metrics_port, SvcError):
-        return metrics_port
+    # `serve` refused a bad log format or metrics port before any process started
+    setting = metrics.port_from_env()
+    metrics_port = None if isinstance(setting, SvcError) else setting
     raise_open_file_limit()
     loop = asyncio.get_running_loop()
     services = current_services()
-    log = ServerLog(quiet=quiet_from_env(), json=log_format == "json")
+    log = ServerLog(quiet=quiet_from_env(), json=log_format_from_env() == "json")
     app = App(loop, Router(tuple(routes)), db, wait, log)  # the built-in ones included
     app.gate, app.services = gate, services
     settle_collector()
