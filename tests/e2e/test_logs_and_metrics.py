@@ -3,7 +3,8 @@ tests/e2e/programs/observability.svc, with one process and with SVC_WORKERS=2.
 
 The metrics are scraped as Prometheus would (GET /metrics on SVC_METRICS_PORT) and read with the
 client library's own parser; the counts must equal the requests sent. The in-process side of the
-same behaviour (every status, every format detail) is tests/runtime/test_observability.py.
+same behaviour (every status, every format detail) is
+tests/runtime/observability/test_logs_and_metrics.py.
 """
 
 from __future__ import annotations
