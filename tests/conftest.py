@@ -24,6 +24,15 @@ Then the folders of what has no single module:
     tests/bench/    the benchmark harness of bench/ (benchmarks themselves live in bench/)
     tests/helpers/  code the tests share (servers in subprocesses, a PostgreSQL cluster ...)
     tests/test_architecture.py  the shape of src/svc (import cycles, module sizes)
+
+Markers (pyproject.toml): `compiled_path` marks the test modules whose subject is one of the
+modules mypyc compiles (`svc.native.MODULES`); `make test` runs them a second time on the
+pure-Python modules (SVC_NATIVE=0), since only those modules differ between the two runs.
+tests/native/test_markers.py checks that no such module is missed.
+
+`make test` runs the suite with pytest-xdist (`-n 4`): the session fixtures below are then
+per worker (each worker has its own PostgreSQL cluster), and every server a test starts
+listens on a free port of its own.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.svc_process import REPO, free_port, run_to_end, start, svcc
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "observability.svc"
 GENERATED_ID = re.compile(r"^[0-9a-f]{12}-\d+$")
 

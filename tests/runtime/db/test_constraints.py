@@ -11,6 +11,9 @@ from svc.runtime.db.constraints import Constraint, category_of, constraint_error
 from svc.runtime.db.errors import statement_failed
 from svc.runtime.http.responses import error_for
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 SCHEMA = [
     "PRAGMA foreign_keys = ON",
     "CREATE TABLE p (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, n INT CHECK (n > 0))",

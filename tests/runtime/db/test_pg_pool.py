@@ -18,6 +18,9 @@ from svc.runtime.db import (close_all, db_begin, db_exec, db_one, db_open, db_ro
 from svc.runtime.db.pg_pool import Pool, PoolClosed
 from svc.runtime.lib.support import SvcError
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 
 class Pid(msgspec.Struct):
     pid: int

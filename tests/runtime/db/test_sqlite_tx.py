@@ -14,6 +14,8 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from svc.rules.contract import DB_QUEUE_SIZE
 from svc.runtime.http import eager
 from svc.runtime.http.context import reset_request_deadline, set_request_deadline
@@ -21,6 +23,9 @@ from svc.runtime.db import db_all, db_begin, db_commit, db_exec, db_open, db_rol
 from svc.runtime.db import sqlite as sqlite_db
 from svc.runtime.lib.support import SvcError
 from tests.runtime.db.test_transactions import Row, run  # the one-column row, a fresh loop
+
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 
 async def table(tmp_path, name: str):

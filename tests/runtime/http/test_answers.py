@@ -21,6 +21,9 @@ from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.lib.support import SvcError, SvcFault, unauthorized
 from svc.runtime.http.test_client import MemoryTransport
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PATH, BODY = ParamSource.PATH, ParamSource.BODY
 
 

@@ -9,6 +9,9 @@ import pytest
 from svc.rules.contract import Param, ParamSource
 from svc.runtime.http import binding
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 
 def test_media_type_answers_are_remembered_but_bounded():
     values = [b"application/json", b"Application/JSON; charset=utf-8", b"application/x+json",

@@ -35,6 +35,9 @@ from svc.runtime.http.server import shut_down
 from svc.runtime.observability.serverlog import ServerLog
 from svc.runtime.http.watchdog import SvcTimeout
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 # --- the tiny application ---------------------------------------------------------------------
 
 

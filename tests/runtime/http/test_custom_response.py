@@ -10,6 +10,9 @@ from svc.rules.contract import ResultKind
 from svc.runtime.http.custom_response import add_header, render, respond, set_header
 from svc.runtime.lib.support import Html, SvcFault
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 
 class User:
     __svc_fields__ = (("id", "i64", False),)

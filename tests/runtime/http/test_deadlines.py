@@ -10,7 +10,12 @@ import re
 import threading
 import time
 
+import pytest
+
 from tests.helpers.http_testkit import Client, open_ws, read_frame, request, send_frame
+
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 
 def _elapsed_until_closed(client: Client, limit: float = 6) -> float:

@@ -9,6 +9,9 @@ import pytest
 
 from svc.runtime.http import eager
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 
 def _outside_any_task(fn):
     """Run fn(loop) from a plain loop callback, as the server's data_received runs."""

@@ -17,6 +17,9 @@ from svc.runtime.http.protocol import HttpConnection, Reject, Request
 from svc.runtime.http.server import GEN0_THRESHOLD, settle_collector
 from svc.runtime.lib.support import SvcFault
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 
 def test_content_type_and_length_belong_to_their_own_request():
     conn = HttpConnection()

@@ -14,6 +14,9 @@ import pytest
 from tests.helpers.http_testkit import Client, open_ws, read_frame, request, rss_mib, start_server
 from tests.helpers.many_connections import ask_health, open_connections, raise_open_file_limit
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 CONNECTIONS = 10_000
 
 

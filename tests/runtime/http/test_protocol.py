@@ -12,6 +12,9 @@ from tests.helpers.http_testkit import request
 from svc.rules.contract import HEAD_LIMIT
 from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 EXAMPLES = int(os.environ.get("SVC_FUZZ_EXAMPLES", "300"))
 
 GET = b"GET /a?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from svc.runtime.http import responses
 from svc.runtime.http.responses import TEXT, Fixed, render
+
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 
 def test_keep_alive_bytes_are_reused_until_the_date_line_changes(monkeypatch):

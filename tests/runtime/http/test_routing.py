@@ -8,6 +8,9 @@ import pytest
 from svc.rules.contract import Param, ParamSource, PathError, ResultKind, Route
 from svc.runtime.http.routing import BindError, Refusal, Router, is_json_media_type, parse_query
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PATH, QUERY = ParamSource.PATH, ParamSource.QUERY
 
 

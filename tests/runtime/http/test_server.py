@@ -11,6 +11,9 @@ import pytest
 
 from tests.helpers.http_testkit import Client, request, rss_mib
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 MIB = 1_048_576
 DATE = re.compile(r"^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$")
 

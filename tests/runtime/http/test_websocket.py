@@ -11,6 +11,9 @@ from websockets.frames import Frame, Opcode
 
 from tests.helpers.http_testkit import Client, open_ws, read_frame, request, send_frame
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 MIB = 1_048_576
 
 

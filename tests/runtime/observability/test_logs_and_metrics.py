@@ -32,6 +32,9 @@ from svc.runtime.observability.metrics_endpoint import registry_for
 from svc.runtime.observability.serverlog import ServerLog, log_format_from_env, program_line
 from svc.runtime.lib.support import SvcError
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 GENERATED_ID = re.compile(r"^[0-9a-f]{12}-\d+$")
 
