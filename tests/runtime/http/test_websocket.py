@@ -95,13 +95,15 @@ def test_utf8_split_across_fragments_is_fine(server):
         assert read_frame(client).data == "café".encode()
 
 
+# Named ids: a masked frame's bytes differ on each run, and every pytest-xdist worker must
+# collect the same test ids.
 @pytest.mark.parametrize("frame_bytes", [
     Frame(Opcode.CONT, b"orphan").serialize(mask=True, extensions=[]),  # continuation with no start
     bytes([0xC1, 0x81, 0, 0, 0, 0]) + b"x",  # RSV1 set, but no extension was negotiated
     Frame(Opcode.BINARY, b"unmasked").serialize(mask=False, extensions=[]),  # clients must mask
     bytes([0x83, 0x80, 0, 0, 0, 0]),  # reserved opcode 3
     bytes([0x09, 0x80, 0, 0, 0, 0]),  # fragmented ping
-])
+], ids=["orphan-continuation", "rsv1", "unmasked", "opcode-3", "fragmented-ping"])
 def test_protocol_errors_close_1002(server, frame_bytes):
     with open_ws(server.port) as client:
         client.send(frame_bytes)
