@@ -29,7 +29,7 @@ run: native
 # TEST_WORKERS processes (pytest-xdist): most tests wait on subprocesses and sockets, so 4 keep
 # 2 cores busy; `make test TEST_WORKERS=0` runs them in this process.
 TEST_WORKERS ?= 4
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 test: $(TEST_STAMP) native browser postgres typecheck
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 	SVC_NATIVE=0 $(BIN)/python -m pytest $(XDIST) -q -m 'compiled_path and not build and not ui' $(PYTEST_ARGS)

@@ -30,11 +30,11 @@ modules mypyc compiles (`svc.native.MODULES`); `make test` runs them a second ti
 pure-Python modules (SVC_NATIVE=0), since only those modules differ between the two runs.
 tests/native/test_markers.py checks that no such module is missed.
 
-`make test` runs the suite with pytest-xdist (`-n 4 --dist loadgroup`): the session fixtures
-are then per worker (each worker has its own PostgreSQL cluster), and every server a test
-starts listens on a free port of its own. A test module runs whole on one worker, so its
-module-scoped servers start once; the `build` tests all run on one worker, so they share one
-build cache (the first build pays PyInstaller's analysis, the others reuse it).
+`make test` runs the suite with pytest-xdist (`-n 4 --dist loadfile`): a test module runs
+whole on one worker, so its module-scoped servers start once; the session fixtures are per
+worker (each worker has its own PostgreSQL cluster), and every server a test starts listens on
+a free port of its own. The build tests share one build cache across workers
+(tests/build/conftest.py).
 """
 
 from __future__ import annotations
@@ -43,15 +43,6 @@ import pytest
 
 from tests.helpers.compile_and_run import Runner
 from tests.helpers.postgres import start_cluster
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The pytest-xdist groups of `--dist loadgroup`: one per test module, and one for all the
-    `build` tests (see above). Before xdist's own hook, which reads the marks."""
-    for item in items:
-        group = "build" if item.get_closest_marker("build") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
