@@ -22,11 +22,17 @@ run: native
 	$(BIN)/svcc run --project examples/tasks
 
 # The whole suite on the runtime as `make run` serves it (compiled where it could be), then
-# the runtime's and the end-to-end tests again on the pure-Python modules (SVC_NATIVE=0): both
-# must work, and a machine without a C compiler runs only the second kind.
+# the tests of the compiled modules again on their pure-Python source (SVC_NATIVE=0): both must
+# work, and a machine without a C compiler runs only the second kind. Only the modules of
+# svc.native.MODULES differ between the two runs, so the second takes the `compiled_path` tests
+# (tests/native/test_markers.py checks that none is missed). Both spread the tests over
+# TEST_WORKERS processes (pytest-xdist): most tests wait on subprocesses and sockets, so 4 keep
+# 2 cores busy; `make test TEST_WORKERS=0` runs them in this process.
+TEST_WORKERS ?= 4
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 test: $(TEST_STAMP) native browser postgres typecheck
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	SVC_NATIVE=0 $(BIN)/python -m pytest -q -m 'not build and not ui' tests/runtime tests/e2e $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+	SVC_NATIVE=0 $(BIN)/python -m pytest $(XDIST) -q -m 'compiled_path and not build and not ui' $(PYTEST_ARGS)
 
 # All of src/svc type-checked with mypy (the settings are pyproject.toml's [tool.mypy]).
 typecheck: $(TEST_STAMP)
@@ -34,7 +40,7 @@ typecheck: $(TEST_STAMP)
 
 # The quick local loop: everything but the slow executable builds.
 test-quick: $(TEST_STAMP) native postgres
-	$(BIN)/python -m pytest -m 'not build' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) -m 'not build' $(PYTEST_ARGS)
 
 venv: $(RUN_STAMP)
 

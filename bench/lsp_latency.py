@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.lsp.lsp_client import LspClient, uri  # noqa: E402
+from tests.tools.lsp.lsp_client import LspClient, uri  # noqa: E402
 
 FUNCTION = """\
 class Item{n}:

@@ -19,7 +19,7 @@ runner and tools over them; cli.py on top (docs/internals.md, "Layout").
 
 `__version__` is the one place the version is written: pyproject.toml reads it (setuptools'
 dynamic version), and so do `svcc --version`, the language server, the executables' build
-cache and the `User-Agent` of outbound calls. tests/docs/test_version.py keeps the docs in step.
+cache and the `User-Agent` of outbound calls. tests/docs/test_version_mentions.py keeps the docs in step.
 """
 
 __version__ = "0.4.0"

@@ -10,6 +10,9 @@ import pytest
 
 from tests.helpers.svc_process import start
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PROGRAM = Path(__file__).with_name("programs") / "binding.svc"
 ITEM = {"id": 1, "name": "a", "qty": 2, "price": 1.5, "note": None, "tags": ["x"]}
 

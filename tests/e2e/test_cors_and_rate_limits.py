@@ -9,7 +9,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.svc_process import run_to_end, start
+
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 PROGRAM = """\
 class Note:

@@ -12,6 +12,9 @@ import pytest
 
 from tests.helpers.svc_process import start
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PROGRAM = Path(__file__).with_name("programs") / "error_kinds.svc"
 
 

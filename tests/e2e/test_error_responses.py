@@ -17,6 +17,9 @@ from openapi_spec_validator import validate
 from tests.helpers.openapi_check import Exchange, exchange_problems, openapi_document
 from tests.helpers.svc_process import run_to_end, start
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PROGRAM = Path(__file__).with_name("programs") / "error_responses" / "app.svc"
 FORM = {"Content-Type": "application/json"}
 

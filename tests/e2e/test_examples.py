@@ -6,6 +6,9 @@ import pytest
 
 from tests.helpers.svc_process import REPO, start
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 HELLO = str(REPO / "examples" / "hello" / "hello.svc")
 WORKLOAD = str(REPO / "examples" / "workload" / "workload.svc")
 

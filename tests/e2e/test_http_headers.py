@@ -13,6 +13,9 @@ import pytest
 from tests.helpers.http_testkit import Client
 from tests.helpers.svc_process import start, svcc
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PROGRAM = Path(__file__).with_name("programs") / "http_headers.svc"
 
 

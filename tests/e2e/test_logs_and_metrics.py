@@ -3,7 +3,8 @@ tests/e2e/programs/observability.svc, with one process and with SVC_WORKERS=2.
 
 The metrics are scraped as Prometheus would (GET /metrics on SVC_METRICS_PORT) and read with the
 client library's own parser; the counts must equal the requests sent. The in-process side of the
-same behaviour (every status, every format detail) is tests/runtime/test_observability.py.
+same behaviour (every status, every format detail) is
+tests/runtime/observability/test_logs_and_metrics.py.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.svc_process import REPO, free_port, run_to_end, start, svcc
+
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "observability.svc"
 GENERATED_ID = re.compile(r"^[0-9a-f]{12}-\d+$")
@@ -302,12 +306,21 @@ def hold_and_crowd(server, hold_ms: int, callers: int, metrics_port: int,
     """`holders` requests hold the database for `hold_ms` (SQLite: its thread; PostgreSQL:
     a connection each) while `callers` more ask it something; returns a scrape taken
     meanwhile (every answer must be 200)."""
+    in_flight = ("svc_http_requests_in_flight", ())
     with ThreadPoolExecutor(callers + holders) as pool:
         held = [pool.submit(server.request, "POST", f"/hold/{hold_ms}") for _ in range(holders)]
-        time.sleep(0.2)
+        # Polled, not slept for: on a busy machine the requests arrive late.
+        while samples(metrics_port)[in_flight] < holders:
+            time.sleep(0.01)
+        time.sleep(0.05)  # from in flight to holding
         crowd = [pool.submit(server.request, "GET", "/one") for _ in range(callers)]
-        time.sleep(hold_ms / 2000)
+        # The scrape with the most requests in flight while the holders hold.
         meanwhile = samples(metrics_port)
+        while not all(h.done() for h in held):
+            scrape = samples(metrics_port)
+            if scrape[in_flight] >= meanwhile[in_flight]:
+                meanwhile = scrape
+            time.sleep(0.02)
         assert [h.result().status for h in held] == [200] * holders
         assert [c.result().status for c in crowd] == [200] * callers
     return meanwhile

@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers.postgres import start_cluster
 from tests.helpers.svc_process import start
-from tests.runtime.test_db_transactions import run_migrators
+from tests.runtime.db.test_transactions import run_migrators
 from tests.helpers.migrator import MIGRATION_STEPS
 
 PROGRAM = Path(__file__).with_name("programs") / "transactions.svc"

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from tests.helpers.openapi_check import exchange_problems, openapi_document, recording
-from tests.helpers.tasks_server import DATABASES, PROJECT, launch, new_database, start, svcc_command
+from tests.helpers.tasks_server import DATABASES, PROJECT, launch, new_database, start
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 TASK_KEYS = {"id", "title", "done", "created_at", "updated_at"}
@@ -332,20 +332,3 @@ def test_the_default_port_is_8091(tmp_path):
     assert server.call("GET", "/api/stats") == {"total": 0, "done": 0, "open": 0}
     assert server.stop() == 0
 
-
-@pytest.mark.build
-def test_built_executable_keeps_a_relative_db_in_the_working_directory(tmp_path):
-    """`svcc build` freezes the task manager; the executable resolves SVC_DB against its cwd."""
-    executable = tmp_path / "tasks"
-    build = subprocess.run([*svcc_command(), "build", "--project", str(PROJECT), "-o", str(executable)],
-                           capture_output=True, text=True, timeout=600)
-    assert build.returncode == 0, build.stderr
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    server = start(tmp_path, db="mine.sqlite", cwd=cwd, command=[str(executable)])
-    try:
-        assert server.add("from the executable")["title"] == "from the executable"
-        assert server.request("GET", "/").status == 200
-    finally:
-        assert server.stop() == 0
-    assert (cwd / "mine.sqlite").is_file()

@@ -22,6 +22,9 @@ import pytest
 from tests.helpers.otlp_collector import Collector, Span
 from tests.helpers.svc_process import REPO, free_port, run_to_end, start
 
+# Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "observability.svc"
 PARENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 PARENT_SPAN = "b7ad6b7169203331"

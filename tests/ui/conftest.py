@@ -20,8 +20,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 DESKTOP = {"width": 1280, "height": 800}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module, not per session: Playwright's sync API keeps an asyncio
+    loop running in this thread while it is open, and a pytest-xdist worker may run other
+    modules (whose own `asyncio.run` would then fail) after this one."""
     if not shutil.which(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (make test installs it)")
     from playwright.sync_api import expect, sync_playwright

@@ -19,7 +19,7 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
     CLOSED     the transport is closed or closing
 
 `_enter(phase, deadline)` is the only place a connection changes phase; `TRANSITIONS` lists
-the moves it may make (tests/runtime/test_connection.py checks every move it observes).
+the moves it may make (tests/runtime/http/test_connection.py checks every move it observes).
 Handlers start eagerly: most finish without suspending and are answered on the spot, with no
 Task; one that really awaits is driven on by an `eager.Resumer` (no Task either).
 """
