@@ -190,14 +190,19 @@ class Watchdog:
     handler keeps the loop for `seconds` (svc.runtime.http.watchdog). The test runner never feeds
     it: it is the time limit of a test that does not await.
 
-    A late wake-up of the watching thread with little CPU spent means the whole process was
-    stalled (SIGSTOP, swap): not the watched code's fault, so the wait starts again. A late
+    A late wake-up of the watching thread with almost no CPU spent (under a tenth of the time
+    slept) means the whole process was stalled (SIGSTOP, swap): not the watched code's fault,
+    so the wait starts again. A process that merely shares a busy CPU still spends more than
+    that (two CPU hogs on two cores leave it a third of a core or more), so it is not taken
+    for stalled: its handler is still interrupted. A late
     wake-up with the CPU busy means the watched thread held the GIL in one long C call (a huge
     string copy): that time counts. A lock makes "stopped" and "fired" exclusive, and a fault
     fired but not yet delivered when it stops is withdrawn, so it never lands after the block.
     """
 
     POLL_SECONDS = 0.1
+    #: A late wake-up with less than 1/STALLED_SHARE of its time in CPU is a stalled process.
+    STALLED_SHARE = 10
 
     def __init__(self, fault: type[BaseException], seconds: float, name: str) -> None:
         import ctypes
@@ -253,7 +258,7 @@ class Watchdog:
             now, cpu = time.monotonic(), time.process_time()
             slept, woke = now - woke, now
             spent, used = cpu - used, cpu
-            if slept > 5 * self.POLL_SECONDS and spent < slept / 2:
+            if slept > 5 * self.POLL_SECONDS and spent < slept / self.STALLED_SHARE:
                 self.feed()  # the process was stalled
             elif now >= self._deadline:
                 self._fire()
