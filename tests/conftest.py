@@ -57,3 +57,22 @@ def postgres_cluster():
 def run(tmp_path, capsys) -> Runner:
     """Compile a small main-only program and run it in this process (see Runner)."""
     return Runner(tmp_path, capsys)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With `--dist loadfile` (make test): every file is one unit of work, except that all of
+    tests/build is one. Its tests take turns on one build cache (`svcc build` locks it), so
+    spread over the workers they would hold each waiting worker idle while another builds; in
+    one worker they run back to back and the other workers go on with the rest."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class BuildsInOneWorker(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith("tests/build/"):
+                return "tests/build"
+            return super()._split_scope(nodeid)
+
+    return BuildsInOneWorker(config, log)
