@@ -47,7 +47,9 @@ def _files():
             yield top
             continue
         for path in sorted(top.rglob("*")):
-            if path.is_file() and not set(path.relative_to(REPO).parts) & SKIPPED_FOLDERS \
+            parts = path.relative_to(REPO).parts
+            if path.is_file() and not set(parts) & SKIPPED_FOLDERS \
+                    and not any(part.endswith(".egg-info") for part in parts) \
                     and path != Path(__file__).resolve():  # this file names stale ones on purpose
                 yield path
 
