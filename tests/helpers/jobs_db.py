@@ -10,6 +10,8 @@ from typing import Callable
 
 import asyncpg
 
+from svc.runtime.db import close_all
+
 
 def query(url: str, sql: str) -> list[tuple]:
     """Every row of `sql` as tuples."""
@@ -39,3 +41,13 @@ def wait_for(condition: Callable[[], bool], timeout: float = 20.0, every: float 
         if time.monotonic() > give_up:
             raise AssertionError(f"not within {timeout} s: {condition}")
         time.sleep(every)
+
+
+def run(body):
+    """`body()` awaited on a fresh loop; the databases it opened closed after it."""
+    async def main():
+        try:
+            return await body()
+        finally:
+            close_all()
+    return asyncio.run(main())

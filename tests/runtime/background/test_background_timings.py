@@ -22,6 +22,7 @@ from svc.runtime.background.service import start_background
 from svc.rules.settings import JobSettings
 from svc.runtime.db import close_all, db_all, db_exec, db_open
 from svc.runtime.observability.serverlog import ServerLog
+from tests.helpers.jobs_db import run
 
 
 class Payload(msgspec.Struct):
@@ -55,15 +56,6 @@ class JobRow:
 
 
 JOB_ROW = "SELECT state, attempt, deadline_ms, created_at, locked_until, finished_at FROM svc_jobs"
-
-
-def run(body):
-    async def main():
-        try:
-            return await body()
-        finally:
-            close_all()
-    return asyncio.run(main())
 
 
 def test_the_defaults_are_the_values_of_03():

@@ -19,6 +19,7 @@ from svc.runtime.background.jobs import enqueue
 from svc.runtime.db import close_all, db_all, db_exec, db_open
 from svc.runtime.db.base import SCRIPT
 from svc.runtime.lib.support import SvcError
+from tests.helpers.jobs_db import run
 
 #: The tables as svc 0.3 made them (CREATE TABLE IF NOT EXISTS, no version recorded).
 OLD_TABLES = {
@@ -65,22 +66,6 @@ class Note:
     def __init__(self, name: str, note: str | None) -> None:
         self.name = name
         self.note = note
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "jobs.sqlite")
-    return request.getfixturevalue("postgres_cluster").create_database()
-
-
-def run(body):
-    async def main():
-        try:
-            return await body()
-        finally:
-            close_all()
-    return asyncio.run(main())
 
 
 async def versions(db) -> dict[str, int]:

@@ -14,6 +14,7 @@ from svc.runtime.background import job_store as store
 from svc.runtime.db import close_all, db_all, db_exec, db_open
 from svc.runtime.background.jobs import MAX_BACKOFF_MS, backoff_ms, enqueue
 from svc.runtime.lib.support import SvcError
+from tests.helpers.jobs_db import run
 
 
 class Payload:
@@ -21,22 +22,6 @@ class Payload:
 
     def __init__(self, n: int) -> None:
         self.n = n
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "jobs.sqlite")
-    return request.getfixturevalue("postgres_cluster").create_database()
-
-
-def run(body):
-    async def main():
-        try:
-            return await body()
-        finally:
-            close_all()
-    return asyncio.run(main())
 
 
 async def queue(db, count: int) -> None:
