@@ -269,3 +269,14 @@ def test_long_operator_chains_check_and_absurd_ones_are_a_diagnostic() -> None:
                                         syntax.IntLit(statement.value.span, 1))
     _, diagnostics = check([module], "t.svc")
     assert [d.message for d in diagnostics] == ["expression or block nested too deeply to check"]
+
+
+def test_calling_an_enum_or_a_constant_is_a_diagnostic_not_an_internal_error() -> None:
+    """`Role()` and `LIMIT()` were a KeyError inside the checker (issue 35: 7 of 50,000 fuzzed
+    sources); each is now one diagnostic at the name, its arguments still checked."""
+    assert errors("enum Role:\n    admin\n    member\n\ndef main():\n    r = Role()\n") == [
+        "'Role' is an enum and cannot be called: write one of its members "
+        "(Role.admin, Role.member, ...)"]
+    assert errors("LIMIT: i64 = 5\n\ndef main():\n    x = LIMIT(nope)\n") == [
+        "'LIMIT' is a constant, not a function: write LIMIT without ()",
+        "unknown name 'nope'"]

@@ -84,6 +84,15 @@ class CallChecker(ExpressionChecker):
         if d is not None and d.kind == "class":
             func.ref = "class"
             return self.construct(call, name, expected)
+        if d is not None and isinstance(d.decl, syntax.EnumDef):
+            members = ", ".join(f"{name}.{m}" for m in d.decl.members[:2])
+            self.error(f"'{name}' is an enum and cannot be called: write one of its members "
+                       f"({members}, ...)", func.span)
+            return self.skip_args(call)
+        if d is not None and d.kind == "const":
+            self.error(f"'{name}' is a constant, not a function: write {name} without ()",
+                       func.span)
+            return self.skip_args(call)
         if d is not None:
             func.ref = "function"
             return self.call_function(call, self.ctx.program.functions[name], awaited)
