@@ -103,7 +103,7 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
     sources.update(module_sources)
     if diagnostics:
         return Failed(diagnostics, sources)
-    program, diagnostics = check_modules(modules, os.path.normpath(entry))
+    program, diagnostics = check_modules(modules, os.path.normpath(entry), project_dir)
     if project is not None:
         program.settings = project.settings
         if not diagnostics:
@@ -164,12 +164,13 @@ def compile_checked(checked: Checked) -> Compiled:
     return Compiled(checked.program, code, checked.project_dir)
 
 
-def check_modules(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram,
-                                                                      list[Diagnostic]]:
+def check_modules(modules: list[syntax.Module], entry: str, root: str | None = None
+                  ) -> tuple[CheckedProgram, list[Diagnostic]]:
     """The check and routes steps over parsed modules (load order: `entry` last, or followed
-    only by test files and what they alone import). Route rules
+    only by test files and what they alone import); `root` is the program's folder (the
+    project's; the entry file's when None). Route rules
     are checked even when a body has errors, so both kinds are reported in one run."""
-    program, diagnostics = checker.check(modules, entry)
+    program, diagnostics = checker.check(modules, entry, root or os.path.dirname(entry) or ".")
 
     def field_types(class_name: str) -> list[Type]:
         info = program.classes.get(class_name)

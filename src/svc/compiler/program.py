@@ -124,6 +124,8 @@ class ScheduleInfo:
 class CheckedProgram:
     entry: str  # the entry file's path
     modules: list[syntax.Module]  # load order, dependencies first; annotated in place
+    # the program's folder (the project's, else the entry file's): what include_text may read
+    root: str = "."
     classes: dict[str, ClassInfo] = field(default_factory=dict)  # declaration order
     # The generic classes as declared (fields typed with their TypeParams), for editors; each
     # use `Page[Task]` is a class of `classes` of its own (check/generics.py)

@@ -5,6 +5,8 @@
     context.py      `CheckContext`: the tables and services the body checker gets
     expressions.py  a body's scopes and the types of its expressions
     calls.py        calls (functions, constructors, builtins) and `await`
+    includes.py     what `include_text` may read: a regular file inside the program's folder,
+                    of at most 8 MiB
     body.py         a body's statements and that it returns on every path
     http_types.py   the rules of the HTTP types (`Headers`, `Response[T]`) and their builtins,
                     and of the test client's literal arguments

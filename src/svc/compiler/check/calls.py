@@ -15,6 +15,7 @@ from svc.compiler import builtin_table as B
 from svc.compiler.check import config_class, generics, maps, http_types as check_http
 from svc.compiler.check import regex_patterns
 from svc.compiler.check.context import suggest
+from svc.compiler.check.includes import include_problem
 from svc.compiler.check.some import SOME, some_call
 from svc.compiler.check.expressions import (
     VIEW_BYTES, ExpressionChecker, constant_root, field_name_span, fmt,
@@ -449,6 +450,10 @@ class CallChecker(ExpressionChecker):
             self.error("include_text needs a string literal naming a file", arg.span)
             return STR
         path = os.path.join(os.path.dirname(self.file), arg.value)
+        problem = include_problem(arg.value, path, self.ctx.program.root)
+        if problem is not None:
+            self.error(problem, arg.span)
+            return STR
         self.ctx.program.included_files.append(path)
         try:
             with open(path, encoding="utf-8", newline="") as f:  # the text as is, CRLF kept

@@ -34,9 +34,12 @@ _KINDS = {syntax.ClassDef: "class", syntax.FunctionDef: "function", syntax.Const
 _PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, TX, ERROR)}
 
 
-def check(modules: list[syntax.Module], entry: str) -> tuple[CheckedProgram, list[Diagnostic]]:
-    """Check a whole program; `modules` are in load order (entry last)."""
+def check(modules: list[syntax.Module], entry: str,
+          root: str = ".") -> tuple[CheckedProgram, list[Diagnostic]]:
+    """Check a whole program; `modules` are in load order (entry last); `root` is the folder
+    include_text may read from."""
     checker = Checker(modules, entry)
+    checker.ctx.program.root = root
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))  # long `a + b + ...` chains nest deeply
     try:
