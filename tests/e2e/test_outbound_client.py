@@ -227,6 +227,12 @@ def test_json_access_lines_for_outbound_calls(upstream):
         assert outbound[0]["method"] == "GET" and outbound[0]["status"] == 200
         assert outbound[0]["url"] == f"{upstream.url}/user"
         assert outbound[0]["outcome"] == "ok" and outbound[0]["duration_ms"] > 0
+        # a failed call's line has "status": null (issue 35: the key was left out)
+        refused = f"http://127.0.0.1:{free_port()}/x"
+        assert proc.request("GET", f"/kind?url={quote(refused, safe='')}").status == 200
+        failed = [json.loads(line) for line in proc.log(until='"outcome":"bad_gateway"')
+                  .splitlines() if line.startswith("{") and '"outcome":"bad_gateway"' in line]
+        assert len(failed) == 1 and "status" in failed[0] and failed[0]["status"] is None
     finally:
         proc.stop()
 
@@ -373,8 +379,8 @@ def test_svcc_test_stubs_and_local_servers(tmp_path, upstream):
                             env={**os.environ, "UPSTREAM": upstream.url})
     assert result.returncode == 0, result.stdout + result.stderr
     assert "6 passed, 0 failed" in result.stdout
-    assert "no http_stub answers GET http://example.com/, and a test may call 127.0.0.1 " \
-           "only" in result.stderr
+    assert "no http_stub answers GET http://example.com/, and a test may call local hosts " \
+           "only (127.0.0.1, localhost)" in result.stderr
     assert "Unclosed" not in result.stderr  # every session was closed with its test's loop
 
 

@@ -26,7 +26,7 @@ Every call goes through `send`: the one place a trace span and a `traceparent` h
 (`_hook_before` / `_hook_after`, see their docstrings).
 
 In `svcc test` (the test's services say `testing`: svc.runtime.services) a call first looks
-in the stub table that `http_stub` fills (the test's own); a call it does not answer may reach 127.0.0.1 only (a local
+in the stub table that `http_stub` fills (the test's own); a call it does not answer may reach a local host only (127.0.0.1 or localhost: a local
 server the test talks to), any other host is a `bad_gateway` error naming the missing stub.
 """
 
@@ -240,7 +240,7 @@ def _stubbed(method: str, url: str, host: str) -> Response | None:
     if host in LOCAL_HOSTS:
         return None
     raise Failure("bad_gateway", f"no http_stub answers {method} {url}, and a test may call "
-                                 "127.0.0.1 only")
+                                 "local hosts only (127.0.0.1, localhost)")
 
 
 # --- the exchange with aiohttp --------------------------------------------------------------------

@@ -43,14 +43,15 @@ class ProgramLine(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class OutboundLine(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One outbound call (`http_get`, `http_send`) in JSON: `status` is the upstream's, or
-    None when the call failed (`outcome` is then the error kind)."""
+    null when the call failed (`outcome` is then the error kind): always there, as the
+    reference says, so it has no default for `omit_defaults` to leave out."""
     time: str
     level: str
     message: str
     request_id: str = ""
     method: str
     url: str
-    status: Any = None
+    status: Any
     outcome: str
     duration_ms: float
 
