@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(routes)
 
     fmt = commands.add_parser("fmt", help="rewrite .svc files in the canonical layout")
-    fmt.add_argument("files", nargs="*", metavar="FILE", help=".svc files to format")
+    fmt.add_argument("files", nargs="*", metavar="PATH",
+                     help=".svc files, or folders whose .svc files to format")
     fmt.add_argument("--project", metavar="DIR", help="every .svc file of a project folder")
     fmt.add_argument("--check", action="store_true",
                      help="change nothing; list the files not in the layout (exit 1 if any)")
@@ -135,6 +136,8 @@ def fmt_usage_error(files: list[str], project: str | None) -> str | None:
     if not files:
         return "give .svc files or --project DIR"
     for file in files:
+        if os.path.isdir(file):  # a folder: its .svc files, as gofmt and ruff format take them
+            continue
         problem = usage_error(file, None)
         if problem:
             return problem
@@ -298,7 +301,7 @@ def routes_command(args: Any) -> int:
 # --- svcc fmt ---------------------------------------------------------------------------------
 
 def fmt_command(args: Any) -> int:
-    """`svcc fmt FILE...|--project DIR [--check]`: 0 in the layout (now), 1 a file has errors
+    """`svcc fmt PATH...|--project DIR [--check]`: 0 in the layout (now), 1 a file has errors
     or, with --check, is not in the layout."""
     from svc.tools.fmt import fmt_command as format_files
 

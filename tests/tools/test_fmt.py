@@ -90,10 +90,27 @@ def test_project_formats_every_svc_file_under_the_folder(tmp_path: Path) -> None
     assert (tmp_path / ".hidden" / "skip.svc").read_text() == MESSY
 
 
+def test_a_folder_stands_for_every_svc_file_under_it(tmp_path: Path) -> None:
+    """`svcc fmt .`, as gofmt and ruff format take folders (issue 35: it said "'.' is not a
+    file"); hidden folders skipped, files and folders mixed."""
+    (tmp_path / "app.svc").write_text(MESSY)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "util.svc").write_text(MESSY)
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "skip.svc").write_text(MESSY)
+    (tmp_path / "notes.txt").write_text(MESSY)
+    check = fmt("--check", ".", cwd=tmp_path)
+    assert (check.returncode, check.stdout) == (1, f"./app.svc\n./lib{os.sep}util.svc\n")
+    result = fmt("lib", "app.svc", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, f"lib{os.sep}util.svc\napp.svc\n")
+    assert (tmp_path / "lib" / "util.svc").read_text() == TIDY
+    assert (tmp_path / ".hidden" / "skip.svc").read_text() == MESSY
+    assert (tmp_path / "notes.txt").read_text() == MESSY
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "error: give .svc files or --project DIR"),
     (["missing.svc"], "error: cannot find file 'missing.svc'"),
-    (["."], "error: '.' is not a file"),
     (["--project", "nowhere"], "error: project folder 'nowhere' does not exist"),
     (["--project", "."], "error: no svc.toml in project folder '.'"),
     (["--project", ".", "app.svc"], "error: give .svc files or --project DIR, not both"),

@@ -23,7 +23,9 @@ from svc.compiler.source import SourceFile
 def fmt_command(files: list[str], project: str | None, check: bool) -> int:
     """0: every file is (now) in the layout; 1: a file has errors, or with `check` a file
     differs. The files that differ (or were rewritten) are printed one per line."""
-    paths = project_files(project) if project is not None else files
+    paths = project_files(project) if project is not None else [
+        path for given in files
+        for path in (project_files(given) if os.path.isdir(given) else [given])]
     differ = False
     errors: list[Diagnostic] = []
     sources: dict[str, SourceFile] = {}
@@ -47,8 +49,8 @@ def fmt_command(files: list[str], project: str | None, check: bool) -> int:
 
 
 def project_files(project: str) -> list[str]:
-    """Every `.svc` file under the project folder (its tests too), in a stable order; hidden
-    folders (`.git`, `.venv`) are skipped."""
+    """Every `.svc` file under a folder (a project's, or one given as a PATH; tests too), in a
+    stable order; hidden folders (`.git`, `.venv`) are skipped."""
     found = []
     for folder, subfolders, names in os.walk(project):
         subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
