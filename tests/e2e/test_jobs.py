@@ -212,3 +212,20 @@ def test_svcc_test_runs_jobs_with_run_jobs():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed, 0 failed" in done.stdout
     assert "no attempts left, it is dead" in done.stdout + done.stderr
+
+
+def test_a_retry_runs_when_it_is_due_not_at_the_next_poll(database_url, tmp_path):
+    """The runner that recorded a failure looks again when the retry is due (issue 35: a
+    retry "in 0.233s" ran 0.4 s later). With svc.toml's poll interval at 60 s, the two retries
+    of "flaky" (backoff 50 ms, then 100 ms) could only run so soon if the runner wakes for them."""
+    (tmp_path / "jobs.svc").write_text(PROGRAM.read_text())
+    (tmp_path / "svc.toml").write_text('entry = "jobs.svc"\n\n[jobs]\npoll_seconds = 60\n')
+    server = start(["--project", str(tmp_path)], env={"SVC_DB": database_url})
+    try:
+        started = time.monotonic()
+        server.request("POST", "/flaky/due")
+        wait_for(lambda: job_rows(database_url, "flaky")[0][0] == "done", timeout=30)
+        assert time.monotonic() - started < 20  # a poll would have come after 60 s
+        assert job_rows(database_url, "flaky")[0][1] == 3
+    finally:
+        assert server.stop() == 0
