@@ -398,6 +398,11 @@ def test_an_outbound_call_is_a_client_span_and_carries_its_traceparent(collector
     (failed,) = children(spans, by_request_id(spans)[down.headers["x-request-id"]])
     assert failed.status == "error" and failed.attributes["error.type"] == "bad_gateway"
     assert "http.response.status_code" not in failed.attributes
+    # with traces on every request has an id, and its outbound access line (text) names it
+    # (issue 35: the line had none though the answer's X-Request-Id said one)
+    rid = called.headers["x-request-id"]
+    assert re.search(rf"^outbound GET {re.escape(upstream.url)}/echo 200 \S+ request_id={rid}$",
+                     "".join(server.stderr), re.M), "".join(server.stderr)
 
 
 # --- runs, clients that leave, refused requests ------------------------------------------------------

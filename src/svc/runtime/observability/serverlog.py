@@ -105,9 +105,10 @@ def program_line(as_json: bool, level: str, message: str, fields: dict, rid: str
 
 def outbound_line(as_json: bool, req: Request | None, method: str, url: str, outcome: str,
                   seconds: float) -> str:
-    """An outbound call's access line. With JSON every request has an id (made now if
-    needed); a text line names the calling request's id only when it has one."""
-    if as_json:
+    """An outbound call's access line. With JSON logs, or with traces on, every request has an
+    id (made now if needed: its answer carries the same); otherwise a text line names the
+    calling request's id only when it has one."""
+    if as_json or current_services().tracer is not None:
         rid = "" if req is None else request_id(req)
     else:
         rid = "" if req is None or not req.rid else req.rid
