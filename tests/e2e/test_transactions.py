@@ -72,7 +72,7 @@ def test_a_transaction_past_the_processing_limit_is_rolled_back(server):
     assert time.monotonic() - started < 3.0
     line = _line_of("INTO notes (id, text) VALUES (?1, 'slow')") - 1
     log = server.log(until="was rolled back")
-    assert re.search(rf"svc: the transaction begun at \S*transactions\.svc:{line} was rolled "
+    assert re.search(rf"the transaction begun at \S*transactions\.svc:{line} was rolled "
                      r"back: its request passed the processing limit", log), log
     assert log.count("was rolled back") == 1  # not again as the cancelled handler ends
     assert server.request("GET", "/notes").json() == []
@@ -117,8 +117,9 @@ def test_a_helper_s_open_transaction_is_rolled_back_as_it_returns(server):
     assert time.monotonic() - started < 1.0
     line = _line_of("INTO notes (id, text) VALUES (?1, 'given up')") - 1
     log = server.log(until="was rolled back")
-    assert re.search(rf"svc: the transaction begun at \S*transactions\.svc:{line} was rolled "
-                     r"back: the function that began it returned without db_commit", log), log
+    assert re.search(rf"POST /give-up/8: the transaction begun at \S*transactions\.svc:{line} "
+                     r"was rolled back: the function that began it returned without db_commit "
+                     r"request_id=\S+$", log, re.M), log
     assert log.count("was rolled back") == 1
     assert server.request("POST", "/give-up/0").json() == 1  # committed: kept, no log line
     assert server.request("GET", "/notes").json() == [{"id": 0, "text": "given up"}]
@@ -295,3 +296,22 @@ def test_svcc_test_of_a_helper_that_leaves_its_transaction_open_does_not_hang(tm
     assert result.stdout.splitlines()[-1] == "1 passed, 0 failed"
     assert "was rolled back: the function that began it returned without db_commit" \
         in result.stderr
+
+
+def test_with_json_logs_a_forgotten_transaction_is_a_json_line_with_its_request_id(database_url):
+    """Issue 35: with SVC_LOG_FORMAT=json the rollback was a plain-text `svc: ...` line with no
+    request id; it is the request's JSON error line, its id the answer's X-Request-Id."""
+    server = start([str(PROGRAM)], env={"SVC_DB": database_url, "SVC_LOG_FORMAT": "json"})
+    try:
+        response = server.request("POST", "/give-up/9")
+        assert response.status == 200
+        log = server.log(until="was rolled back")
+    finally:
+        assert server.stop() == 0
+    import json
+
+    assert "svc: the transaction" not in log
+    lines = [json.loads(line) for line in log.splitlines() if "was rolled back" in line]
+    assert len(lines) == 1 and lines[0]["level"] == "error"
+    assert lines[0]["request_id"] == response.headers["x-request-id"]
+    assert lines[0]["message"].startswith("the transaction begun at ")

@@ -28,6 +28,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
+from svc.runtime.http import eager
+from svc.runtime.observability import serverlog
 from svc.runtime.services import current as current_services
 from svc.runtime.http.context import request_deadline
 from svc.runtime.db.base import COMMIT, OPEN, ROLLBACK, Db, Tx
@@ -146,12 +148,16 @@ def _roll_back_forgotten(tx: Tx, why: str) -> None:
     if tx.state is not OPEN:
         return
     tx._abandon(why)
-    if tx.site:
-        try:
-            sys.stderr.write(f"svc: the transaction begun at {tx.site} was rolled back: {why}\n")
-            sys.stderr.flush()
-        except (OSError, ValueError):  # stderr closed: nothing better to do
-            pass
+    if not tx.site:
+        return
+    message = f"the transaction begun at {tx.site} was rolled back: {why}"
+    log, req = current_services().log, eager.running.request
+    if log is None:  # not serving (main, svcc test): at once, in SVC_LOG_FORMAT's format
+        serverlog.write_line(f"svc: {message}")
+    elif req is not None:  # its request's error line: the request id, JSON with JSON logs
+        log.request_error(req, None, message)
+    else:  # the processing limit's timer: no request runs now
+        log.error(message)
 
 
 def _watch_owner(tx: Tx) -> None:
