@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from svc.runtime.http import eager
 from svc.runtime.observability import serverlog
 from svc.runtime.services import current as current_services
 from svc.runtime.http.context import request_deadline
@@ -151,13 +150,7 @@ def _roll_back_forgotten(tx: Tx, why: str) -> None:
     if not tx.site:
         return
     message = f"the transaction begun at {tx.site} was rolled back: {why}"
-    log, req = current_services().log, eager.running.request
-    if log is None:  # not serving (main, svcc test): at once, in SVC_LOG_FORMAT's format
-        serverlog.write_line(f"svc: {message}")
-    elif req is not None:  # its request's error line: the request id, JSON with JSON logs
-        log.request_error(req, None, message)
-    else:  # the processing limit's timer: no request runs now
-        log.error(message)
+    serverlog.report(message, outside=f"svc: {message}")
 
 
 def _watch_owner(tx: Tx) -> None:

@@ -140,7 +140,7 @@ async def _serve(db: Any, port: int, routes: list[Route], jobs: list[Job],
         server = await _listen(app, port, listener)
         if isinstance(server, SvcError):
             return server
-        stack.push_async_callback(_close_services, services)  # last: after the last answer
+        stack.callback(_close_services)  # last: after the last answer
         started = await _start_services(stack, app, _bound_port(server),
                                         metrics_port, db, jobs, schedules)
         if started is not None:
@@ -219,12 +219,13 @@ async def _start_services(stack: AsyncExitStack, app: App, port: int, metrics_po
 
 
 async def _stop_traces(services: Services, tracer: Tracer) -> None:
-    """After the last answers, so their spans are exported too."""
+    """After the last answers, so their spans are exported too: what is still queued is sent
+    (bounded: a collector that does not answer cannot hold the shutdown up for long)."""
     services.tracer = None
-    await tracing.stop(tracer)
+    await tracer.shut_down()
 
 
-async def _close_services(services: Services) -> None:
+def _close_services() -> None:
     """The lazily imported modules' resources (databases, thread pools), once nothing serves."""
     try:
         close_databases()
@@ -240,7 +241,8 @@ async def _start_metrics(app: App, port: int | None) -> asyncio.AbstractServer |
         return None
     counts = metrics.start(app)
     app.log.set_metrics(counts.requests)
-    if current_services().metrics_folder is not None:  # a worker: the supervisor serves the sum
+    assert app.services is not None
+    if app.services.metrics_folder is not None:  # a worker: the supervisor serves the sum
         app.sweeper.hooks.append(metrics.write_snapshot)
         return None
     from svc.runtime.observability import metrics_endpoint  # the client library, only when asked for

@@ -360,15 +360,7 @@ def _answer_limit() -> int:
 def _failed(method: str, target: Target, failure: Failure) -> None:
     """A failed call's details: one error line, always written (like any error's details),
     with the request's id inside a request."""
-    message = f"outbound {method} {target.shown}: {failure.kind} error: {failure.detail}"
-    req = eager.running.request
-    log = current_services().log
-    if log is not None and req is not None:
-        log.add(serverlog.request_error_line(log.json, req, None, message, "", ""))
-    elif log is not None:
-        log.error(message)
-    else:
-        serverlog.write_line(message)
+    serverlog.report(f"outbound {method} {target.shown}: {failure.kind} error: {failure.detail}")
 
 
 def _record(method: str, target: Target, outcome: str, elapsed: float) -> None:

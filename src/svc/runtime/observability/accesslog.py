@@ -96,6 +96,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=ids.renew)
 
 
+def request_id(req: Any) -> str:
+    """The request's id, made now if it has none (it then stays with the request, and its
+    answer carries it)."""
+    rid: str = req.rid
+    if not rid:
+        rid = req.rid = new_request_id()
+    return rid
+
+
 def new_request_id() -> str:
     """`3f9a1c2e07b4-17`: 12 random hex digits per process, then a counter."""
     return ids.next()
@@ -410,11 +419,8 @@ class ServerLog:
         Text: `GET /notes: database error: ... request_id=...`, a fault's trace on the lines
         after. JSON: one object, a fault as one line (`fault`: what and the .svc line) and
         its trace (`trace`, as text would show it)."""
-        rid = req.rid
-        if not rid:
-            rid = req.rid = new_request_id()  # its answer carries it too
         self.add(log_lines.request_error_line(self.json, req, route, message, trace, fault,
-                                              clock.now(), rid))
+                                              clock.now(), request_id(req)))
 
     def error(self, message: str) -> None:
         """An error's details not about a request (jobs, schedules): the message as is, or

@@ -31,13 +31,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from svc.runtime.observability import log_lines
-
 from svc.runtime.http import eager
 from svc.runtime.observability.accesslog import (  # noqa: F401 - part of this module's API
-    FLUSH_AT, ServerLog, clock, new_request_id,
+    FLUSH_AT, ServerLog, clock, new_request_id, request_id,
 )
 from svc.runtime.http.protocol import valid_request_id  # noqa: F401 - part of this API
 from svc.runtime.lib.support import SvcError
@@ -48,15 +45,6 @@ if TYPE_CHECKING:
 
 FORMAT_VARIABLE = "SVC_LOG_FORMAT"
 FORMATS = ("text", "json")
-
-def request_id(req: Request) -> str:
-    """The request's id, made now if it has none (it then stays with the request, and its
-    answer carries it)."""
-    rid = req.rid
-    if not rid:
-        rid = req.rid = new_request_id()
-    return rid
-
 
 # --- the format ----------------------------------------------------------------------------------
 
@@ -77,13 +65,6 @@ def quiet_from_env() -> bool:
 
 
 # --- lines that are not per request (the access line is accesslog.py's) -------------------------
-
-def request_error_line(as_json: bool, req: Request, route: Any, message: str, trace: str,
-                       fault: str) -> str:
-    """An error about a request, as ServerLog.request_error writes it (svc.runtime.observability.log_lines)."""
-    return log_lines.request_error_line(as_json, req, route, message, trace, fault,
-                                        clock.now(), request_id(req))
-
 
 def standalone_error(message: str) -> str:
     """An error line in JSON that is not about a request (jobs, schedules, the worker
@@ -146,6 +127,20 @@ def log_warn(message: str, fields: dict) -> None:
 def log_error(message: str, fields: dict) -> None:
     """`log_error(message, fields)`: one line on stderr at level error."""
     _log("error", message, fields)
+
+
+def report(message: str, outside: str | None = None) -> None:
+    """An error's details from code the program runs (an outbound call, a forgotten
+    transaction), always written: while serving, its request's error line (with the request's
+    id) or, outside a request, the server log's error line; not serving (`main`, `svcc test`),
+    `outside` (else the message) on stderr at once, in SVC_LOG_FORMAT's format."""
+    log, req = current_services().log, eager.running.request
+    if log is None:
+        write_line(message if outside is None else outside)
+    elif req is not None:
+        log.request_error(req, None, message)
+    else:
+        log.error(message)
 
 
 def write_line(message: str) -> None:

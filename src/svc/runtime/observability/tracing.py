@@ -178,9 +178,3 @@ def start(port: int, log: Any, loop: Any, program: str) -> Tracer | None | SvcEr
 
     made: Tracer | SvcError = otel.start(port, log, loop, program, _ratio_sampler())
     return made
-
-
-async def stop(tracer: Tracer) -> None:
-    """At the end of serving: export what is still queued (bounded: a collector that does
-    not answer cannot hold the shutdown up for long), then stop the exporter."""
-    await tracer.shut_down()
