@@ -23,14 +23,11 @@ anywhere else is refused (`misplaced_list`) rather than sent to mean something e
 
 from __future__ import annotations
 
-import re
-from typing import Callable
-
 from svc.runtime.db.args import SqlList
 from svc.runtime.db.errors import shorten
+from svc.rules.sql_text import scan as _scan
 from svc.runtime.lib.support import SvcError
 
-_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
 #: Rewritten texts by original and argument types; bounded by the program's distinct SQL
 #: texts, and cleared when a program that builds its SQL at run time makes it grow past this.
 _CACHE_LIMIT = 4096
@@ -113,94 +110,3 @@ def misplaced_list(sql: str, number: int) -> SvcError:
     return SvcError("database", f"{MISPLACED_LIST}: ?{number} is a List, so write "
                                 f"`col IN (?{number})` or `col NOT IN (?{number})` "
                                 f"(in SQL: {shorten(sql)})")
-
-
-def _in_parentheses(sql: str, start: int, end: int) -> bool:
-    """Whether the placeholder at sql[start:end] stands alone in the parentheses of an
-    `IN (...)`: only blanks between it and them, and the word IN before them."""
-    before = sql[:start].rstrip()
-    if not before.endswith("(") or not sql[end:].lstrip().startswith(")"):
-        return False
-    before = before[:-1].rstrip()
-    return before[-2:].upper() == "IN" and not (before[-3:-2].isalnum() or
-                                                before[-3:-2] == "_")
-
-
-def _scan(sql: str, placeholder: Callable[[int], str] | None = None,
-          lists: frozenset[int] = frozenset()) -> tuple[str, int, int]:
-    """(the text with each placeholder rewritten, the number of statements, the number of
-    the first List placeholder (`lists`) not alone in `IN (...)`, or 0)."""
-    out: list[str] = []
-    statements = 0
-    has_text = False  # the current statement holds something besides blanks and comments
-    highest = 0
-    misplaced = 0
-    i, n = 0, len(sql)
-    while i < n:
-        c = sql[i]
-        end = _skip_quoted(sql, i)
-        if end is not None:
-            out.append(sql[i:end])
-            if not sql.startswith(("--", "/*"), i):
-                has_text = True
-            i = end
-            continue
-        if c == "?":
-            j = i + 1
-            while j < n and sql[j].isdigit():
-                j += 1
-            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
-            highest = max(highest, number)
-            if number in lists and not misplaced and not _in_parentheses(sql, i, j):
-                misplaced = number
-            out.append(f"${number}" if placeholder is None else placeholder(number))
-            has_text = True
-            i = j
-            continue
-        if c == ";":
-            if has_text:
-                statements += 1
-            has_text = False
-        elif not c.isspace():
-            has_text = True
-        out.append(c)
-        i += 1
-    if has_text:
-        statements += 1
-    return "".join(out), statements, misplaced
-
-
-def _skip_quoted(sql: str, i: int) -> int | None:
-    """The end of the literal, quoted identifier or comment starting at `i`, or None."""
-    c = sql[i]
-    if c in "'\"":
-        j = i + 1
-        while True:
-            j = sql.find(c, j)
-            if j < 0:
-                return len(sql)
-            if sql.startswith(c + c, j):  # a doubled quote stands for itself
-                j += 2
-                continue
-            return j + 1
-    if sql.startswith("--", i):
-        j = sql.find("\n", i)
-        return len(sql) if j < 0 else j + 1
-    if sql.startswith("/*", i):
-        depth, j = 0, i
-        while j < len(sql):  # PostgreSQL's block comments nest
-            if sql.startswith("/*", j):
-                depth, j = depth + 1, j + 2
-            elif sql.startswith("*/", j):
-                depth, j = depth - 1, j + 2
-                if depth == 0:
-                    return j
-            else:
-                j += 1
-        return len(sql)
-    if c == "$" and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
-        tag = _DOLLAR_TAG.match(sql, i)
-        if tag is not None:
-            j = sql.find(tag.group(0), tag.end())
-            return len(sql) if j < 0 else j + len(tag.group(0))
-    return None
