@@ -65,10 +65,11 @@ class ResultColumn:
 @dataclass(frozen=True)
 class Prepared:
     """A statement the database accepted: its result columns (empty for a statement that
-    returns no rows) and the number of parameters it counted."""
+    returns no rows; None where the level cannot describe them, a syntax-only check) and the
+    number of parameters it counted (None where it cannot tell)."""
 
-    columns: tuple[ResultColumn, ...]
-    parameters: int
+    columns: tuple[ResultColumn, ...] | None
+    parameters: int | None
 
 
 class Schema(Protocol):
