@@ -1,10 +1,11 @@
 """The pipeline: the one path from a program's files to code objects, for every command.
 
     read svc.toml (a project) ─ imports: read and parse each file ─ check ─ routes
-      ─ generate (Python AST) ─ compile() ─▶ one code object per .svc file
+      ─ SQL against the declared migrations ─ generate (Python AST) ─ compile()
+      ─▶ one code object per .svc file
 
-`check(target)` runs the steps up to the route table (what `svcc check` and a language server
-need); `compile(target)` continues to code objects (what `svcc run` and `svcc build` need).
+`check(target)` runs the steps up to the SQL check (what `svcc check` and a language server
+need; the SQL check's `Schemas` say how far PostgreSQL is checked, compiler/sql/schemas.py); `compile(target)` continues to code objects (what `svcc run` and `svcc build` need).
 Both return plain data: `Checked` or `Compiled` when the program is good, else `Failed` with
 every diagnostic and the sources to show them with. Nothing here prints or raises for bad
 input. Only a program without diagnostics goes on to the next step, but within the check
@@ -17,7 +18,7 @@ import ast
 import builtins
 import os
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from svc.compiler.check import checker, config_class
 from svc.compiler.codegen import generator as codegen
@@ -28,9 +29,12 @@ from svc.compiler.program import CheckedProgram
 from svc.compiler.check.guards import build_guard_table
 from svc.compiler.check.routes import build_routes
 from svc.compiler.source import SourceFile, Span
+from svc.compiler.sql.check_sql import SqlReport, check_sql, migrate_calls
+from svc.compiler.sql.migration_files import read_migrations
+from svc.compiler.sql.schemas import Schemas
 from svc.compiler.svctypes import UNIT, Type
 from svc.project import (Project, config_key_position, config_path, guard_limit_position,
-                         load_project)
+                         load_project, migrations_key_position)
 from svc.rules.traffic import guard_limit_problem
 
 #: (the .svc file's path, its code object), one per file, in load order (entry last).
@@ -77,6 +81,8 @@ class Checked:
     program: CheckedProgram
     sources: dict[str, SourceFile]
     project_dir: str | None  # project mode: relative database paths resolve against it
+    # What the SQL check did (statements checked, those built at run time, each dialect's level)
+    sql: SqlReport = field(default_factory=SqlReport)
 
 
 @dataclass(frozen=True)
@@ -88,9 +94,12 @@ class Compiled:
     project_dir: str | None
 
 
-def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
-    """Read, follow imports, parse, check and build the route table. `overlay` gives texts
-    that stand in for files on disk (a language server's open documents)."""
+def check(target: Target, overlay: Overlay | None = None,
+          schemas: Schemas | None = None) -> Checked | Failed:
+    """Read, follow imports, parse, check, build the route table and check the SQL. `overlay`
+    gives texts that stand in for files on disk (a language server's open documents);
+    `schemas` the session's open schemas (without: SQLite fully and PostgreSQL's syntax,
+    opened and closed here)."""
     sources: dict[str, SourceFile] = {}
     entry, project_dir, project = target.file, None, None
     if target.project is not None:
@@ -108,10 +117,38 @@ def check(target: Target, overlay: Overlay | None = None) -> Checked | Failed:
         program.settings = project.settings
         if not diagnostics:
             diagnostics = _config_diagnostics(program, project, sources) \
-                + _guard_limit_diagnostics(program, project, sources)
+                + _guard_limit_diagnostics(program, project, sources) \
+                + _read_migrations(program, project, sources)
+    report = SqlReport()
+    if not diagnostics:
+        diagnostics = migrate_calls(program)
+    if not diagnostics:
+        if schemas is None:
+            with Schemas(postgres="syntax") as own:
+                report = check_sql(program, program.migrations, own, sources)
+        else:
+            report = check_sql(program, program.migrations, schemas, sources)
+        diagnostics = sorted(report.diagnostics, key=Diagnostic.sort_key)
     if diagnostics:
         return Failed(diagnostics, sources, program)
-    return Checked(program, sources, project_dir)
+    return Checked(program, sources, project_dir, report)
+
+
+def _read_migrations(program: CheckedProgram, project: Project,
+                     sources: dict[str, SourceFile]) -> list[Diagnostic]:
+    """svc.toml's `[migrations]` read into `program.migrations` (a folder that is missing or
+    holds no .sql file is reported at its key)."""
+    found = []
+    for dialect, folder in project.migrations.items():
+        steps = read_migrations(project.directory, folder)
+        if isinstance(steps, str):
+            toml = sources[os.path.normpath(config_path(project.directory))]
+            line, col = migrations_key_position(toml, dialect)
+            found.append(Diagnostic(steps, Span(toml.path, line, col, line, col + len(dialect))))
+            continue
+        program.migrations[dialect] = steps
+        program.included_files.extend(step.path for step in steps)
+    return found
 
 
 def _config_diagnostics(program: CheckedProgram, project: Project,

@@ -14,6 +14,8 @@ holds the program's configuration and server switches.
     [rate_limit]            # optional: a token bucket per client (svc.rules.traffic)
     [guard_limits.f]        # optional: a token bucket per value of the guard f (svc.rules.traffic)
     [jobs]                  # optional: the job runner's poll interval and lease grace (svc.rules.settings)
+    [migrations]            # optional: each database's folder of migration files
+                            # (svc.compiler.sql.migration_files)
 
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
 diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
+from svc.compiler.sql.migration_files import migrations_problem
 from svc.rules.config_values import SECRET_WORDS, env_name, is_secret, toml_type
 from svc.rules.settings import TABLES, Settings, jobs_problem
 from svc.rules.traffic import cors_problem, guard_limits_problem, rate_limit_problem
@@ -51,6 +54,8 @@ class Project:
     name: str | None = None
     #: svc.toml's tables, checked, as the program's settings
     settings: Settings = field(default_factory=Settings)
+    #: `[migrations]`: each declared dialect's folder, as written (relative to `directory`)
+    migrations: dict[str, str] = field(default_factory=dict)
 
     @property
     def config(self) -> dict[str, object]:
@@ -81,6 +86,15 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
                      int(position.group(2)), shows_source=not _assigns_secret(source, line))
     for key, value in data.items():
         line, col = _key_position(source, key)
+        if key == "migrations":
+            if not isinstance(value, dict):
+                return error("'migrations' in svc.toml must be a table ([migrations]), got "
+                             f"{_toml_type(value)}", line, col, len(key))
+            found = migrations_problem(value)
+            if found is not None:
+                line, col = _table_key_position(source, key, found[0])
+                return error(found[1], line, col, len(found[0]))
+            continue
         if key in TABLES:
             if not isinstance(value, dict):
                 return error(f"'{key}' in svc.toml must be a table ([{key}]), got "
@@ -98,7 +112,8 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
             continue
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
-                         "[server], [cors], [rate_limit], [guard_limits], [jobs])", line, col, len(key))
+                         "[server], [cors], [rate_limit], [guard_limits], [jobs], "
+                         "[migrations])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
@@ -113,7 +128,8 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         problem = "does not exist" if not os.path.exists(path) else "is not a file"
         return error(f"the entry file '{path}' named in svc.toml {problem}", line, col,
                      len("entry"))
-    return Project(directory, path, data.get("name"), Settings.from_tables(data)), []
+    return Project(directory, path, data.get("name"), Settings.from_tables(data),
+                   dict(data.get("migrations", {}))), []
 
 
 def _assigns_secret(source: SourceFile, line: int) -> bool:
@@ -163,6 +179,11 @@ def guard_limit_position(source: SourceFile, guard: str, key: str) -> tuple[int,
     if (line, col) != (1, 1):
         return line, col + len("guard_limits.")
     return _table_key_position(source, "guard_limits", guard)
+
+
+def migrations_key_position(source: SourceFile, dialect: str) -> tuple[int, int]:
+    """Where `[migrations]`'s key `dialect` is written."""
+    return _table_key_position(source, "migrations", dialect)
 
 
 def config_key_position(source: SourceFile, key: str) -> tuple[int, int]:

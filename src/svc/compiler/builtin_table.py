@@ -110,6 +110,8 @@ WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, po
 HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
 ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue(db, "name",
 #                                           p, the job's attempts, its deadline in ms)
+MIGRATE = SpecialForm("migrate")  # db_migrate(db, steps) as it is; db_migrate(db): the steps
+#   svc.toml's [migrations] declares, embedded per dialect (migrations.db_migrate_declared)
 
 Lowering = Union[RuntimeCall, SpecialForm]
 
@@ -140,12 +142,13 @@ class Builtin:
     type_param: str | None = None  # constraint of the one type argument, when generic
     errors: frozenset[str] = frozenset()  # the kinds of the errors it can make
     test_only: bool = False  # callable in *_test.svc files only (`test_request`)
+    fewest: int | None = None  # the fewest arguments, when the last params may be left out
 
 
 def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lowering | str,
        summary: str, *, errors: frozenset[str] = frozenset(), variadic: ParamSpec | None = None,
        type_param: str | None = None, call_site: bool = False, tx_scope: bool = False,
-       test_only: bool = False) -> tuple[str, Builtin]:
+       test_only: bool = False, fewest: int | None = None) -> tuple[str, Builtin]:
     """A record from its signature (which gives the name and whether it is async) and the
     rest; a lowering written "module.function" is a call of that runtime function."""
     name = signature.removeprefix("async ").split("(")[0].split("[")[0]
@@ -153,7 +156,8 @@ def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lower
         module, _, function = lowering.rpartition(".")
         lowering = RuntimeCall(module, function, call_site, tx_scope)
     return name, Builtin(name, signature, summary, params, returns, lowering,
-                         signature.startswith("async "), variadic, type_param, errors, test_only)
+                         signature.startswith("async "), variadic, type_param, errors, test_only,
+                         fewest)
 
 
 BUILTINS: dict[str, Builtin] = dict([
@@ -398,8 +402,10 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("db_dialect(db: Db) -> str", (DB_OR_TX,), STR, "db.db_dialect",
        "\"sqlite\" or \"postgresql\": which database the handle talks to."),
     _b("async db_migrate(db: Db, steps: List[str]) -> Result[i64, Error]", (DB, ListOf(STR)),
-       ResultOf(I64), "db.db_migrate", "Applies the steps not yet applied, in order, each in a "
-       "transaction; how many it applied.", errors=DATABASE_ERRORS),
+       ResultOf(I64), MIGRATE, "Applies the steps not yet applied, in order, each in a "
+       "transaction; how many it applied. db_migrate(db), without steps, applies the "
+       "migrations svc.toml's [migrations] declares for db's database.",
+       errors=DATABASE_ERRORS, fewest=1),
     # durable jobs (runtime/background/jobs.py)
     _b("async enqueue(db: Db, job: str, payload: C) -> Result[i64, Error]",
        (DB_OR_TX, LITERAL_JOB, JOB_PAYLOAD), ResultOf(I64), ENQUEUE_JOB,

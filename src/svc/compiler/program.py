@@ -11,6 +11,7 @@ from typing import Optional
 
 from svc.compiler.front import syntax
 from svc.compiler.source import Span
+from svc.compiler.sql.schema import MigrationFile
 from svc.compiler.svctypes import Type
 from svc.rules.contract import ParamSource, ResultKind
 from svc.rules.settings import Settings
@@ -147,3 +148,7 @@ class CheckedProgram:
     # svc.toml's tables (the defaults without svc.toml): svc.pipeline sets them, code
     # generation emits them once for serve, test_request, run_jobs and the runner.
     settings: Settings = field(default_factory=Settings)
+    # svc.toml's `[migrations]`, read: each declared dialect's steps, in order (svc.pipeline
+    # sets them; code generation embeds their texts for `db_migrate(db)`; the SQL checker
+    # builds its schemas from them). Empty: the program declares none.
+    migrations: dict[str, list[MigrationFile]] = field(default_factory=dict)

@@ -104,3 +104,32 @@ def skip_quoted(sql: str, i: int) -> int | None:
             j = sql.find(tag.group(0), tag.end())
             return len(sql) if j < 0 else j + len(tag.group(0))
     return None
+
+
+def placeholders(sql: str) -> list[tuple[int, int, int]]:
+    """(number, start, end) of each placeholder of the text, in order, numbered as `scan`
+    numbers them (what the SQL checker compares with a call's arguments)."""
+    found: list[tuple[int, int, int]] = []
+    highest = 0
+    i, n = 0, len(sql)
+    while i < n:
+        end = skip_quoted(sql, i)
+        if end is not None:
+            i = end
+            continue
+        if sql[i] == "?":
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
+            highest = max(highest, number)
+            found.append((number, i, j))
+            i = j
+            continue
+        i += 1
+    return found
+
+
+def statement_count(sql: str) -> int:
+    """How many statements the text holds (blanks and comments alone are none)."""
+    return scan(sql)[1]

@@ -128,14 +128,16 @@ class CallChecker(ExpressionChecker):
         if call.type_args:
             self.error(f"{what} takes no type arguments", call.type_args[0].span)
 
-    def arity(self, call: syntax.Call, what: str, count: int, variadic: bool = False) -> bool:
+    def arity(self, call: syntax.Call, what: str, count: int, variadic: bool = False,
+              fewest: int | None = None) -> bool:
         found = len(call.args)
         if call.keywords:  # already reported as "positional arguments only"
             return False
-        if found == count or (variadic and found > count):
+        if found == count or (variadic and found > count) or \
+                (fewest is not None and fewest <= found <= count):
             return True
         plural = "argument" if count == 1 else "arguments"
-        least = "at least " if variadic else ""
+        least = "at least " if variadic else f"{fewest} or " if fewest is not None else ""
         self.error(f"{what} takes {least}{count} {plural}, found {found}", call.span)
         return False
 
@@ -225,7 +227,7 @@ class CallChecker(ExpressionChecker):
             self.error(f"{b.name} takes positional arguments only", call.keywords[0].span)
             for kw in call.keywords:
                 self.expr(kw.value)
-        if not self.arity(call, b.name, len(b.params), b.variadic is not None):
+        if not self.arity(call, b.name, len(b.params), b.variadic is not None, b.fewest):
             self.skip_args(call, keywords=False)  # one mistake, one message
             return b.returns if isinstance(b.returns, Type) else UNKNOWN
         arg_types: list[Type] = []

@@ -157,6 +157,18 @@ def _enqueue_job(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
                  args + [ast.Constant(job.attempts), ast.Constant(job.deadline_ms)])
 
 
+def _migrate(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
+    """`db_migrate(db, steps)` applies `steps`; `db_migrate(db)` the declared migrations, whose
+    texts are embedded here, per dialect (the runtime picks the database's)."""
+    if len(args) == 2:
+        return _call(gen.runtime("db", "db_migrate"), args)
+    declared = ast.Dict(
+        keys=[ast.Constant(dialect) for dialect in gen.program.migrations],
+        values=[ast.Tuple([ast.Constant(step.text) for step in steps], ast.Load())
+                for steps in gen.program.migrations.values()])
+    return _call(gen.runtime("db", "db_migrate_declared"), args + [declared])
+
+
 def _header_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`header(h, name)` reads a request's Headers; `header(r, name)` a Response's fields."""
     if isinstance(e.args[0].type, T.ResponseOf):
@@ -175,4 +187,5 @@ SPECIAL_FORMS: dict[B.SpecialForm,
     B.WITH_ROUTES: _with_routes,
     B.HEADER_BY_TYPE: _header_by_type,
     B.ENQUEUE_JOB: _enqueue_job,
+    B.MIGRATE: _migrate,
 }

@@ -35,7 +35,7 @@ from svc.runtime.db.args import (BoolList, FloatList, IntList, TextList, nul_ref
                                  without_views)
 from svc.runtime.db.base import ALL, EXEC, ONE, Db, Tx
 from svc.runtime.db.errors import SEVERAL_STATEMENTS, at_svc_line
-from svc.runtime.db.migrations import db_migrate
+from svc.runtime.db.migrations import db_migrate, db_migrate_declared
 from svc.runtime.db.rows import RowMismatch
 from svc.runtime.db.sqlite import BUSY_TIMEOUT_SECONDS, resolve_path, set_base_directory
 from svc.runtime.db.transactions import (db_begin, db_commit, db_rollback, end_transactions,
@@ -44,7 +44,7 @@ from svc.runtime.lib.support import SvcError
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "BoolList", "Db", "FloatList", "IntList", "RowMismatch",
            "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit", "db_dialect",
-           "db_exec", "db_migrate", "db_one", "db_open", "db_rollback", "end_transactions",
+           "db_exec", "db_migrate", "db_migrate_declared", "db_one", "db_open", "db_rollback", "end_transactions",
            "resolve_path", "set_base_directory"]
 
 #: The errors of a call's own making, to which the builtins add the .svc line of the call.

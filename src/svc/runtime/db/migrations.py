@@ -67,6 +67,18 @@ async def db_migrate(db: Db, steps: list[str]) -> int | SvcError:
         applied += 1
 
 
+async def db_migrate_declared(db: Db, declared: dict[str, tuple[str, ...]]) -> int | SvcError:
+    """`db_migrate(db)`: the steps svc.toml's `[migrations]` declares for the database's
+    dialect (their texts embedded by the compiler, which checked the program's SQL against
+    them)."""
+    steps = declared.get(db.dialect)
+    if steps is None:
+        named = " and ".join(declared) or "no database"
+        return SvcError("database", f"this program declares migrations for {named} only "
+                                    f"(svc.toml [migrations]), not for {db.dialect}")
+    return await db_migrate(db, list(steps))
+
+
 async def begin_locked(db: Db, pg_lock_key: int) -> Tx | SvcError:
     """A transaction holding a lock that serializes it with other processes (waiting for
     theirs): SQLite's write lock, or on PostgreSQL the advisory lock `pg_lock_key`. Migrations
