@@ -52,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(check)
     check.add_argument("--emit-python", action="store_true",
                        help="print the generated Python (for debugging the compiler)")
+    check.add_argument("--database-url", metavar="URL",
+                       help="check PostgreSQL SQL in this database (inside a transaction rolled "
+                            "back at the end) instead of a private cluster")
+    check.add_argument("--unchecked", action="store_true",
+                       help="list every SQL statement built at run time (not checked)")
+    check.add_argument("--against", metavar="REV",
+                       help="also check the SQL of an older version (a git revision, or its "
+                            "project folder) against this version's migrations")
 
     run = commands.add_parser("run", help="compile a program and run it")
     _add_target(run)
@@ -178,25 +186,60 @@ def _report(failed: Failed) -> None:
 # --- svcc check -------------------------------------------------------------------------------
 
 def check_command(args: Any) -> int:
-    """`svcc check FILE` / `svcc check --project DIR [--emit-python]`: 0 good, 1 errors."""
+    """`svcc check FILE` / `svcc check --project DIR [--emit-python] [--database-url URL]
+    [--unchecked] [--against REV]`: 0 good, 1 errors."""
     import ast
 
     from svc import pipeline
     from svc.compiler.diagnostics import plural
+    from svc.compiler.sql.schemas import Schemas
 
-    checked = pipeline.check(_target(args))
-    if isinstance(checked, pipeline.Failed):
-        _report(checked)
-        return 1
+    if args.against and not args.project:
+        print("error: --against needs --project (the migrations are a project's)",
+              file=sys.stderr)
+        return 2
+    with Schemas(postgres="prepare", database_url=args.database_url) as schemas:
+        checked = pipeline.check(_target(args), schemas=schemas)
+        if isinstance(checked, pipeline.Failed):
+            _report(checked)
+            return 1
+        if args.against and _check_against(args.against, checked, schemas):
+            return 1
     if args.emit_python:
         for path, module in pipeline.generate(checked):
             print(f"# --- {path} ---")
             print(ast.unparse(module))
         return 0
-    program = checked.program
+    program, sql = checked.program, checked.sql
+    if args.unchecked:
+        for use in sql.unchecked:
+            print(f"{use.span.file}:{use.span.line}:{use.span.col}: {use.builtin}: SQL built "
+                  "at run time, not checked")
     print(f"ok: {program.entry} ({plural(len(program.modules), 'file')}, "
           f"{plural(len(program.routes), 'route')})")
+    if sql.levels:
+        unchecked = f"; {len(sql.unchecked)} built at run time, not checked (--unchecked lists " \
+                    "them)" if sql.unchecked else ""
+        print(f"sql: {plural(sql.checked, 'statement')} checked, " + "; ".join(
+            f"{dialect} {level}" for dialect, level in sql.levels.items()) + unchecked)
     return 0
+
+
+def _check_against(rev: str, checked: Any, schemas: Any) -> bool:
+    """`--against REV`: the old version's SQL against these migrations; whether it failed."""
+    from svc import pipeline
+    from svc.tools.sql_against import check_against
+
+    found = check_against(rev, checked.project_dir, checked.program.migrations, schemas)
+    if isinstance(found, str):
+        print(f"error: {found}", file=sys.stderr)
+        return True
+    if found.diagnostics:
+        _report(pipeline.Failed(found.diagnostics, found.sources))
+        return True
+    print(f"ok: the SQL of {rev} ({found.report.checked} statements) works with these "
+          "migrations")
+    return False
 
 
 # --- svcc run ---------------------------------------------------------------------------------

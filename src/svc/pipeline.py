@@ -95,11 +95,12 @@ class Compiled:
 
 
 def check(target: Target, overlay: Overlay | None = None,
-          schemas: Schemas | None = None) -> Checked | Failed:
+          schemas: Schemas | None = None, sql: bool = True) -> Checked | Failed:
     """Read, follow imports, parse, check, build the route table and check the SQL. `overlay`
     gives texts that stand in for files on disk (a language server's open documents);
     `schemas` the session's open schemas (without: SQLite fully and PostgreSQL's syntax,
-    opened and closed here)."""
+    opened and closed here); `sql=False` stops before the SQL check (`svcc check --against`
+    checks an older version's SQL against other migrations)."""
     sources: dict[str, SourceFile] = {}
     entry, project_dir, project = target.file, None, None
     if target.project is not None:
@@ -122,7 +123,7 @@ def check(target: Target, overlay: Overlay | None = None,
     report = SqlReport()
     if not diagnostics:
         diagnostics = migrate_calls(program)
-    if not diagnostics:
+    if not diagnostics and sql:
         if schemas is None:
             with Schemas(postgres="syntax") as own:
                 report = check_sql(program, program.migrations, own, sources)

@@ -27,6 +27,7 @@ from svc.compiler.front.layout import format_text
 from svc.compiler.front.parser import parse
 from svc.compiler.source import SourceFile, Span
 from svc.tools import lsp_index
+from svc.compiler.sql.schemas import Schemas
 from svc.tools.lsp_analysis import Analysis, analyse_file
 
 DEBOUNCE_SECONDS = 0.15
@@ -59,6 +60,9 @@ class SvcServer(LanguageServer):
         self.last_program: dict[str, Any] = {}  # path -> last CheckedProgram that read it
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.published: dict[str, set[str]] = {}  # program key -> paths with diagnostics
+        # The schemas the programs' SQL is checked in, open while the server runs (a
+        # PostgreSQL cluster started for the first check serves every later one)
+        self.schemas = Schemas(postgres="prepare")
 
     # --- documents ------------------------------------------------------------------------
 
@@ -97,7 +101,7 @@ class SvcServer(LanguageServer):
         try:
             others = [a for p, a in self.analyses.items() if p != path]
             root = self.workspace.root_path
-            analysis = analyse_file(path, self.overlay(), others, root)
+            analysis = analyse_file(path, self.overlay(), others, root, self.schemas)
         except Exception:  # noqa: BLE001 - a bug of ours must not end the editor's server
             self.window_log_message(lsp.LogMessageParams(
                 lsp.MessageType.Error, f"svcc lsp: checking {path} failed:\n"
@@ -186,6 +190,10 @@ def _guard(default: Any) -> Callable:
 
 def build_server() -> SvcServer:
     server = SvcServer()
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: SvcServer, params: None) -> None:
+        ls.schemas.close()  # stops a PostgreSQL cluster the checks started
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: SvcServer, params: lsp.DidOpenTextDocumentParams) -> None:

@@ -17,6 +17,7 @@ from svc import pipeline
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import CheckedProgram
 from svc.compiler.source import SourceFile, Span
+from svc.compiler.sql.schemas import Schemas
 from svc.project import config_path
 
 
@@ -35,8 +36,10 @@ class Analysis:
         return set(self.sources)
 
 
-def analyse(target: pipeline.Target, overlay: dict[str, str]) -> Analysis:
-    """Check `target` (absolute paths) with `overlay` (real path -> text).
+def analyse(target: pipeline.Target, overlay: dict[str, str],
+            schemas: Schemas | None = None) -> Analysis:
+    """Check `target` (absolute paths) with `overlay` (real path -> text), its SQL in the
+    server's `schemas` (kept open for the session, compiler/sql/schemas.py).
 
     The cyclic garbage collector is paused meanwhile: a check allocates hundreds of thousands
     of small objects, and with the previous analyses alive each collection would scan them
@@ -46,7 +49,7 @@ def analyse(target: pipeline.Target, overlay: dict[str, str]) -> Analysis:
     is decoded, do not scan it either. Closing a document unfreezes and collects."""
     gc.disable()
     try:
-        result = pipeline.check(target, overlay)
+        result = pipeline.check(target, overlay, schemas)
     except RecursionError:  # absurd nesting the pipeline could not turn into a diagnostic
         entry = target.file or config_path(target.project or ".")
         return Analysis(target, {}, {entry: [Diagnostic(
@@ -94,12 +97,12 @@ def candidate_targets(path: str, open_analyses: list[Analysis],
 
 
 def analyse_file(path: str, overlay: dict[str, str], open_analyses: list[Analysis],
-                 root: str | None = None) -> Analysis:
+                 root: str | None = None, schemas: Schemas | None = None) -> Analysis:
     """Check the program `path` belongs to: the first candidate whose program reads it."""
     path = os.path.abspath(path)
     candidates = candidate_targets(path, open_analyses, root)
     for target in candidates[:-1]:
-        analysis = analyse(target, overlay)
+        analysis = analyse(target, overlay, schemas)
         if path in analysis.files:
             return analysis
-    return analyse(candidates[-1], overlay)
+    return analyse(candidates[-1], overlay, schemas)
