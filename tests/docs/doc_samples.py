@@ -19,6 +19,11 @@ Shared by the guide's test and the reference's test, so both pages follow one co
   BODY may start with request header fields written as curl takes them, `-H "Name: value"`
   (`GET /me -H "Authorization: Bearer t" -> 200`).
 
+- `<!-- migration below: DIALECT -->` before a ```sql block: the block is a migration file of
+  the next sample, which is then written as a project (`svc.toml` declaring
+  `migrations/DIALECT/`, the sample as its entry `example.svc`) and checked, run or served
+  with `--project .`, so its SQL is checked against that schema as a reader's would be.
+
 Markers are HTML comments, so they do not show when the page is rendered.
 """
 
@@ -52,6 +57,7 @@ class Sample:
     error: str | None = None
     wants_error: bool = False
     tested_program: str | None = None  # a test file sample: the program it tests
+    migrations: dict[str, str] = field(default_factory=dict)  # dialect -> its one migration
 
     @property
     def id(self) -> str:
@@ -68,6 +74,7 @@ def samples(page: Path) -> list[Sample]:
     lines = page.read_text().splitlines()
     found: list[Sample] = []
     markers: list[str] = []
+    migrations: dict[str, str] = {}  # for the next sample
     i = 0
     while i < len(lines):
         fence = _FENCE.match(lines[i])
@@ -79,8 +86,12 @@ def samples(page: Path) -> list[Sample]:
         body = "\n".join(lines[i + 1:end]) + "\n"
         language = fence.group(1)
         last = found[-1] if found else None
+        migration = next((m for m in markers if m.startswith("<!-- migration below: ")), None)
+        if language == "sql" and migration is not None:
+            migrations[migration.split(": ", 1)[1].removesuffix(" -->").strip()] = body
         if language == "svc":
             found.append(_sample(page, i + 1, body, markers))
+            found[-1].migrations, migrations = migrations, {}
             if "<!-- test file below -->" in markers:
                 programs = [s for s in found[:-1]
                             if s.tested_program is None and not s.wants_error]
@@ -119,22 +130,29 @@ def _request(page: Path, line: int, text: str) -> tuple:
     return match.groups()
 
 
-def write(folder: Path, sample: Sample) -> Path:
-    """The sample as `example.svc` in `folder` (a fresh folder per sample)."""
+def write(folder: Path, sample: Sample) -> list[str]:
+    """The sample as `example.svc` in `folder` (a fresh folder per sample), with its
+    migrations as a project; the program's arguments to svcc."""
     path = folder / SAMPLE_NAME
     path.write_text(sample.program)
-    return path
+    if not sample.migrations:
+        return [SAMPLE_NAME]
+    toml = f'entry = "{SAMPLE_NAME}"\n[migrations]\n'
+    for dialect, text in sample.migrations.items():
+        (folder / "migrations" / dialect).mkdir(parents=True, exist_ok=True)
+        (folder / "migrations" / dialect / "001_schema.sql").write_text(text)
+        toml += f'{dialect} = "migrations/{dialect}"\n'
+    (folder / "svc.toml").write_text(toml)
+    return ["--project", "."]
 
 
 def check(folder: Path, sample: Sample):
     """`svcc check example.svc`, run in `folder` so diagnostics name the file as the page does."""
-    write(folder, sample)
-    return run_to_end(["check", SAMPLE_NAME], cwd=folder)
+    return run_to_end(["check", *write(folder, sample)], cwd=folder)
 
 
 def run(folder: Path, sample: Sample):
-    write(folder, sample)
-    return run_to_end(["run", SAMPLE_NAME], cwd=folder)
+    return run_to_end(["run", *write(folder, sample)], cwd=folder)
 
 
 _IMPORTED = re.compile(r'^(?:from|import) +"([\w.-]+)\.svc"', re.MULTILINE)
@@ -157,7 +175,7 @@ def mask_durations(report: str) -> str:
 
 def serve_and_ask(folder: Path, sample: Sample) -> None:
     """Serve the sample and assert each of its requests is answered as the page says."""
-    server = start([str(write(folder, sample))], cwd=folder)
+    server = start(write(folder, sample), cwd=folder)
     try:
         for method, path, body, status, expected in sample.requests:
             raw, headers = None, {}

@@ -329,7 +329,7 @@ def test_postgresql_statements_say_postgresql(postgres_cluster, collector):
 
 
 def test_the_guides_traced_service_makes_the_spans_the_guide_describes(tmp_path, collector):
-    """docs/guide.md, chapter 15 "Traces": its sample served with a collector, its two
+    """docs/guide.md, chapter 16 "Traces": its sample served with a collector, its two
     requests sent, and the spans are what the text after it says."""
     from tests.docs.doc_samples import samples, write
 
