@@ -193,7 +193,11 @@ class _Checker:
             tables = schema.tables()
             candidates = tables if kind == "table" else \
                 {column for columns in tables.values() for column in columns}
-            hint = suggest(name.rpartition(".")[2], candidates)
+            by_lower = {c.lower(): c for c in candidates}  # SQL names ignore case
+            hint = suggest(name.rpartition(".")[2].lower(), by_lower)
+            if hint:
+                close = hint.split("'")[1]
+                hint = hint.replace(f"'{close}'", f"'{by_lower[close]}'")
             if offset is None:
                 offset = _word_offset(self.sql, name.rpartition(".")[2])
         width = len(name.rpartition(".")[2]) if name and offset is not None else 1
