@@ -60,9 +60,10 @@ class SvcServer(LanguageServer):
         self.last_program: dict[str, Any] = {}  # path -> last CheckedProgram that read it
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.published: dict[str, set[str]] = {}  # program key -> paths with diagnostics
-        # The schemas the programs' SQL is checked in, open while the server runs (a
-        # PostgreSQL cluster started for the first check serves every later one)
-        self.schemas = Schemas(postgres="prepare")
+        # The schemas the programs' SQL is checked in, open while the server runs: SQLite's
+        # fully, PostgreSQL's by its parser (a private cluster held for the editor's whole
+        # session would make a `svcc check` in a terminal wait for its lock)
+        self.schemas = Schemas(postgres="syntax")
 
     # --- documents ------------------------------------------------------------------------
 
@@ -193,7 +194,7 @@ def build_server() -> SvcServer:
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: SvcServer, params: None) -> None:
-        ls.schemas.close()  # stops a PostgreSQL cluster the checks started
+        ls.schemas.close()
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: SvcServer, params: lsp.DidOpenTextDocumentParams) -> None:

@@ -200,7 +200,11 @@ class _Checker:
                 hint = hint.replace(f"'{close}'", f"'{by_lower[close]}'")
             if offset is None:
                 offset = _word_offset(self.sql, name.rpartition(".")[2])
-        width = len(name.rpartition(".")[2]) if name and offset is not None else 1
+        if name and offset is not None:
+            width = len(name.rpartition(".")[2])
+        else:  # the word the database points at (a function's name, a keyword)
+            word = re.match(r"\w+", self.sql[offset:]) if offset is not None else None
+            width = len(word.group(0)) if word else 1
         self.error(f"SQL error ({dialect}{level}): {message}{hint}", self.at(offset, width))
 
     def result_problems(self, dialect: str, prepared: Prepared) -> None:

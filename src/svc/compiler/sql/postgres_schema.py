@@ -63,9 +63,13 @@ _OK = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK, pq.ExecStatus.EMPTY_QU
 
 
 def open_postgres_schema(migrations: list[MigrationFile], *, database_url: str | None = None,
-                         cache_dir: str | None = None) -> Schema | MigrationProblem:
+                         cache_dir: str | None = None,
+                         syntax_only: bool = False) -> Schema | MigrationProblem:
     """The schema `migrations` build, at the best level available (see the module's text).
-    `cache_dir` is the private cluster's folder itself (default: see `cache_folder`)."""
+    `cache_dir` is the private cluster's folder itself (default: see `cache_folder`);
+    `syntax_only` asks for level 3 (the commands that must start fast: compiler/sql/schemas.py)."""
+    if syntax_only:
+        return open_syntax_only(migrations, "svcc check prepares them in PostgreSQL")
     if os.environ.get(LEVEL_VARIABLE) == "syntax":
         return open_syntax_only(migrations, f"{LEVEL_VARIABLE}=syntax")
     refused = transaction_control(migrations, strict=database_url is not None)
