@@ -28,7 +28,9 @@ from svc.compiler.program import CheckedProgram
 from svc.compiler.source import SourceFile, Span
 from svc.compiler.sql import column_types
 from svc.compiler.sql.dialect_text import argument_kinds, for_dialect
-from svc.compiler.sql.schema import MigrationFile, MigrationProblem, Prepared, Schema, SqlProblem
+from svc.compiler.sql.schema import (
+    MigrationFile, MigrationProblem, Prepared, ResultColumn, Schema, SqlProblem,
+)
 from svc.compiler.sql.schemas import Schemas
 from svc.compiler.sql.statements import SqlUse, sql_uses
 from svc.compiler.svctypes import ClassRef, Opt, Type, format_type
@@ -226,7 +228,7 @@ class _Checker:
         info = self.program.classes.get(row.name)
         if info is None:
             return
-        by_name: dict[str, object] = {}
+        by_name: dict[str, ResultColumn] = {}
         for column in columns:
             by_name.setdefault(column.name, column)
         missing = [name for name, _ in info.fields if name not in by_name]
@@ -238,11 +240,10 @@ class _Checker:
                        f"{', '.join(row.name + '.' + name for name in missing)} (its columns: "
                        f"{', '.join(c.name for c in columns)}){hints}", self.use.sql_span)
         for name, field_type in info.fields:
-            column = by_name.get(name)
-            if column is not None:
-                self.column_fits(dialect, column, field_type, f"field {row.name}.{name}")
+            if name in by_name:
+                self.column_fits(dialect, by_name[name], field_type, f"field {row.name}.{name}")
 
-    def column_fits(self, dialect: str, column, svc_type: Type, what: str) -> None:
+    def column_fits(self, dialect: str, column: ResultColumn, svc_type: Type, what: str) -> None:
         """A column's type and nullability against the svc type it fills."""
         place = self.at(_column_offset(self.sql, column.name), len(column.name))
         inner = svc_type.inner if isinstance(svc_type, Opt) else svc_type

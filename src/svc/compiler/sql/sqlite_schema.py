@@ -67,7 +67,7 @@ class SqliteSchema:
         found = self._not_null.get(table)
         if found is None:
             rows = self.db.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()
-            found = {name: bool(notnull) or (pk == 1 and (decl or "").upper() == "INTEGER")
+            found = {str(name): bool(notnull) or (pk == 1 and str(decl or "").upper() == "INTEGER")
                      for _cid, name, decl, notnull, _default, pk in rows}
             self._not_null[table] = found
         return found
