@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from tests.helpers.openapi_check import exchange_problems, openapi_document, recording
+from tests.helpers.svc_process import run_to_end
 from tests.helpers.tasks_server import DATABASES, PROJECT, launch, new_database, start
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -294,14 +295,18 @@ def test_relative_svc_db_in_project_mode_is_in_the_project_folder(tmp_path):
 
 
 def test_single_file_run_keeps_the_db_in_the_working_directory(tmp_path):
+    """A file run by itself (not its project: the task manager needs its svc.toml's
+    migrations) opens a relative path against the working directory."""
     project = copy_project(tmp_path)
+    program = project / "alone.svc"
+    program.write_text('async def main() -> Result[unit, Error]:\n'
+                       '    db = try await db_open("tasks.sqlite")\n'
+                       '    try await db_exec(db, "CREATE TABLE t (x INTEGER)")\n'
+                       '    return ok(())\n')
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    server = start(tmp_path, target=[str(project / "tasks.svc")], cwd=cwd)
-    try:
-        server.add("stored in the working directory")
-    finally:
-        assert server.stop() == 0
+    result = run_to_end(["run", str(program)], cwd=cwd)
+    assert result.returncode == 0, result.stderr
     assert (cwd / "tasks.sqlite").is_file()
     assert not (project / "tasks.sqlite").exists()
 

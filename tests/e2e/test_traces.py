@@ -335,8 +335,7 @@ def test_the_guides_traced_service_makes_the_spans_the_guide_describes(tmp_path,
 
     (sample,) = [s for s in samples(REPO / "docs" / "guide.md") if '@get("/notes/{id}")' in s.code
                  and "traceparent" in str(s.requests)]
-    program = write(tmp_path, sample)
-    server = start([str(program)], cwd=tmp_path,
+    server = start(write(tmp_path, sample), cwd=tmp_path,
                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url, "OTEL_SERVICE_NAME": "notes"})
     try:
         plain = server.request("GET", "/notes/1")
