@@ -14,6 +14,9 @@ compiler and applied by the runtime with the same code, so the two cannot disagr
     settings.py        svc.toml's tables as one frozen Settings value built by project.py,
                        emitted once by code generation and passed to serve, test_request,
                        run_jobs and the runner
+    sql_text.py        SQL text read without parsing it: placeholders, statements, quotes
+    sql_params.py      how each kind of value is sent to a database (PostgreSQL's casts), for
+                       the runtime and the SQL checker alike
 
 Nothing here imports the compiler or the runtime; both import from here.
 """
