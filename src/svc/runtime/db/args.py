@@ -23,12 +23,13 @@ from __future__ import annotations
 import json
 import math
 
+from svc.rules.sql_params import LIST_ELEMENT_CASTS
 from svc.runtime.db.errors import shorten
 from svc.runtime.lib.support import SvcError
 
 
 class SqlList(tuple):
-    """A List argument: its values, and the PostgreSQL type of one value."""
+    """A List argument: its values, and the PostgreSQL array type they are sent as."""
 
     __slots__ = ()
     postgres_type = ""
@@ -40,12 +41,12 @@ class SqlList(tuple):
 
 class IntList(SqlList):
     __slots__ = ()
-    postgres_type = "bigint"
+    postgres_type = LIST_ELEMENT_CASTS["i64"]
 
 
 class FloatList(SqlList):
     __slots__ = ()
-    postgres_type = "double precision"
+    postgres_type = LIST_ELEMENT_CASTS["f64"]
 
     def json(self) -> str:
         # JSON has no infinities or NaN: SQLite reads 9e999 as an infinity, and null for NaN
@@ -57,12 +58,12 @@ class BoolList(SqlList):
     """(SQLite's json_each gives true and false as 1 and 0, as svc stores a bool there.)"""
 
     __slots__ = ()
-    postgres_type = "boolean"
+    postgres_type = LIST_ELEMENT_CASTS["bool"]
 
 
 class TextList(SqlList):
     __slots__ = ()
-    postgres_type = "text"
+    postgres_type = LIST_ELEMENT_CASTS["str"]
 
 
 #: The class generated code wraps a List argument in, by the svc name of its element type.

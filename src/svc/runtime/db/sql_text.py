@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from svc.runtime.db.args import SqlList
 from svc.runtime.db.errors import shorten
+from svc.rules.sql_params import postgres_cast
 from svc.rules.sql_text import scan as _scan
 from svc.runtime.lib.support import SvcError
 
@@ -32,9 +33,10 @@ from svc.runtime.lib.support import SvcError
 #: texts, and cleared when a program that builds its SQL at run time makes it grow past this.
 _CACHE_LIMIT = 4096
 
-#: PostgreSQL's type for each kind of value an svc argument is (i64, str, f64, bool, bytes).
-_POSTGRES_TYPES: dict[type, str] = {int: "bigint", str: "text", float: "double precision",
-                                    bool: "boolean", bytes: "bytea"}
+#: PostgreSQL's type for each kind of value an svc argument is (i64, str, f64, bool, bytes),
+#: from the table the SQL checker uses too.
+_POSTGRES_TYPES: dict[type, str] = {cls: postgres_cast(kind) or "" for cls, kind in (
+    (int, "i64"), (str, "str"), (float, "f64"), (bool, "bool"), (bytes, "bytes"))}
 _typed: dict[tuple, tuple[str, int, tuple[int, ...], int]] = {}
 _for_sqlite: dict[tuple, tuple[str, int]] = {}
 
@@ -72,7 +74,7 @@ def _typed_text(sql: str, args: tuple) -> tuple[str, int, tuple[int, ...], int]:
         if arg is None:
             return "NULL"
         if isinstance(arg, SqlList):
-            return f"SELECT unnest(${number[n]}::{arg.postgres_type}[])"
+            return f"SELECT unnest(${number[n]}::{arg.postgres_type})"
         cast = _POSTGRES_TYPES.get(type(arg))
         return f"${number[n]}::{cast}" if cast else f"${number[n]}"
 
