@@ -44,9 +44,9 @@ from svc.runtime.db.transactions import (db_begin, db_commit, db_rollback, end_t
 from svc.runtime.lib.support import SvcError
 
 __all__ = ["BUSY_TIMEOUT_SECONDS", "BoolList", "Db", "FloatList", "IntList", "Json", "JsonList",
-           "RowMismatch", "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit", "db_dialect",
-           "db_exec", "db_migrate", "db_one", "db_open", "db_rollback", "end_transactions",
-           "optional", "resolve_path", "set_base_directory"]
+           "RowMismatch", "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit",
+           "db_dialect", "db_exec", "db_migrate", "db_one", "db_open", "db_rollback",
+           "end_transactions", "optional", "resolve_path", "set_base_directory"]
 
 #: The errors of a call's own making, to which the builtins add the .svc line of the call.
 _AT_SVC_LINE = (SEVERAL_STATEMENTS, sql_text.NOT_VALUES)
