@@ -40,7 +40,7 @@ ELEMENT = "element"  # a value of the element type of the first argument (`appen
 ANY = "any"  # any value type (not a view)
 JSON = "json"  # a JSON-encodable value
 TEXT = "text"  # str, bytes or view[bytes] (`json_decode`)
-DB_ARG = "db_arg"  # a SQL argument: scalar, T? of one, view[bytes], a List (svctypes.is_db_list)
+DB_ARG = "db_arg"  # a SQL argument: scalar, enum, JSON value, T? of one (check/db_types.py)
 DB_OR_TX = "db_or_tx"  # a Db, or a Tx (the statement runs inside that transaction)
 LITERAL_PATH = "literal_path"  # a string literal naming a file (`include_text`)
 LITERAL_JOB = "literal_job"  # a str literal naming a @job of the program (`enqueue`)
@@ -73,7 +73,7 @@ BODY_OF_RESPONSE = "body_of_response"  # T, the first argument being a Response[
 TYPE_ARG = "type_arg"  # T itself (`config[T]`)
 
 # Type-argument constraints:
-ROW_CLASS = "row_class"  # a class whose fields are scalars or T? of scalars
+ROW_CLASS = "row_class"  # a class (fields by name), or a scalar or enum (one column): db_types.py
 JSON_TYPE = "json_type"  # a JSON-decodable type
 CONFIG_CLASS = "config_class"  # a class whose fields are i64, i32, f64, bool, str, enums or T?
 
@@ -380,15 +380,18 @@ BUILTINS: dict[str, Builtin] = dict([
        "database.", errors=DATABASE_ERRORS),
     _b("async db_exec(db: Db, sql: str, args…) -> Result[i64, Error]", (DB_OR_TX, STR),
        ResultOf(I64), "db.db_exec",
-       "Runs one SQL statement with its ? arguments; the number of rows changed.",
+       "Runs one SQL statement with its ? arguments (scalars, enums, JSON values; a List in "
+       "IN (?n) stands for its values); the number of rows changed.",
        errors=DATABASE_ERRORS, variadic=DB_ARG),
     _b("async db_all[T](db: Db, sql: str, args…) -> Result[List[T], Error]", (DB_OR_TX, STR),
        RESULT_LIST_OF_TYPE_ARG, "db.db_all",
-       "Runs a query; every row as a T (columns fill the fields of the same name).",
+       "Runs a query; every row as a T: a class whose fields the columns fill by name, or a "
+       "scalar or enum, the value of the only column.",
        errors=DATABASE_ERRORS, variadic=DB_ARG, type_param=ROW_CLASS),
     _b("async db_one[T](db: Db, sql: str, args…) -> Result[T?, Error]", (DB_OR_TX, STR),
        RESULT_OPT_OF_TYPE_ARG, "db.db_one",
-       "Runs a query; the first row as a T, or None when there is none.",
+       "Runs a query; the first row as a T (a class, or a scalar or enum: the only column's "
+       "value), or None when there is none (or that value is NULL).",
        errors=DATABASE_ERRORS, variadic=DB_ARG, type_param=ROW_CLASS),
     _b("async db_begin(db: Db) -> Result[Tx, Error]", (DB,), ResultOf(TX), "db.db_begin",
        "Starts a transaction; db_exec, db_all and db_one given the Tx run inside it.",
@@ -466,8 +469,8 @@ KIND_TEXT = {
     ANY: "a value",
     JSON: "a JSON-encodable value (class, List, number, str, bool, unit or T?)",
     TEXT: "str, bytes or view[bytes]",
-    DB_ARG: "i64, i32, f64, bool, str, bytes, T? of those, or a List of i64, i32, f64, bool "
-            "or str (for IN (?n))",
+    DB_ARG: "i64, i32, f64, bool, str, bytes, an enum, a List, Map[str, T] or class that JSON "
+            "can carry, or T? of those",
     DB_OR_TX: "a Db or a Tx",
     LITERAL_PATH: "a string literal",
     LITERAL_PATTERN: "a string literal",

@@ -144,14 +144,29 @@ def is_scalar_or_optional(t: Type) -> bool:
     return t in SCALARS or (isinstance(t, Opt) and t.inner in SCALARS)
 
 
-#: The element types of a List a database builtin takes as an argument (its values, for
-#: `col IN (?n)`): the scalars that JSON carries to SQLite and an array to PostgreSQL.
+#: The element types of a List that stands for its values in `col IN (?n)` (besides enums):
+#: the scalars that JSON carries to SQLite and an array to PostgreSQL.
 DB_LIST_ELEMENTS = (I64, I32, F64, BOOL, STR)
 
 
 def is_db_list(t: Type) -> bool:
-    """A List a database builtin takes as an argument (`col IN (?n)`)."""
-    return isinstance(t, ListOf) and t.elem in DB_LIST_ELEMENTS
+    """A List that stands for its values in `col IN (?n)` (anywhere else, a JSON value): of
+    i64, i32, f64, bool, str or an enum."""
+    return isinstance(t, ListOf) and (t.elem in DB_LIST_ELEMENTS or isinstance(t.elem, EnumRef))
+
+
+def db_kind(t: Type) -> str | None:
+    """What a value of `t` (not a `T?`) is to a database, as rules/sql_params.py names the
+    kinds: a scalar's name (`i32` included), "enum", "json" for a List, Map or class, or
+    None for any other type (which the checker tells apart with `is_json_type`)."""
+    if t in SCALARS:
+        assert isinstance(t, Prim)
+        return t.name
+    if isinstance(t, EnumRef):
+        return "enum"
+    if isinstance(t, (ListOf, MapOf, ClassRef)):
+        return "json"
+    return None
 
 
 def _held(t: Type) -> Type | None:

@@ -55,6 +55,24 @@ def compiled(pattern: str) -> Any:
     return found
 
 
+#: Patterns a program computes at run time (a REGEXP argument): kept as they are compiled, but
+#: started over past this many, since a client could send a new one with every request.
+RUN_TIME_PATTERNS = 256
+_AT_RUN_TIME: dict[str, Any] = {}
+
+
+def compiled_at_run_time(pattern: str) -> Any:
+    """`compiled` for a pattern that is not a literal of the program (an invalid one is a
+    PatternError each time, never kept): the cache is bounded."""
+    found = _AT_RUN_TIME.get(pattern)
+    if found is None:
+        found = _compile(pattern)
+        if len(_AT_RUN_TIME) >= RUN_TIME_PATTERNS:
+            _AT_RUN_TIME.clear()
+        _AT_RUN_TIME[pattern] = found
+    return found
+
+
 def problem(pattern: str) -> PatternError | None:
     """Why `pattern` is not a valid pattern, or None (the checker's question)."""
     try:

@@ -55,3 +55,9 @@ def postgres_list_placeholder(sent: int, kind: str) -> str:
 def sqlite_list_placeholder(number: int) -> str:
     """SQLite's text for a List placeholder `?number` in `IN (...)`, the list sent as JSON."""
     return f"SELECT value FROM json_each(?{number})"
+
+
+#: How the error for a List of other elements in `IN (?n)` begins (the runtime's, to which the
+#: builtins add the .svc line of the call; the SQL checker's, at the argument).
+NOT_VALUES = ("only a List of i64, i32, f64, bool, str or an enum stands for its values in "
+              "IN (?n)")

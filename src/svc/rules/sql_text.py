@@ -27,9 +27,11 @@ def in_parentheses(sql: str, start: int, end: int) -> bool:
 
 
 def scan(sql: str, placeholder: Callable[[int], str] | None = None,
-          lists: frozenset[int] = frozenset()) -> tuple[str, int, int]:
+          lists: frozenset[int] = frozenset(), *,
+          in_list: Callable[[int], str] | None = None) -> tuple[str, int, int]:
     """(the text with each placeholder rewritten, the number of statements, the number of
-    the first List placeholder (`lists`) not alone in `IN (...)`, or 0)."""
+    the first List placeholder (`lists`) not alone in `IN (...)`, or 0). With `in_list`, a
+    placeholder of `lists` alone in `IN (...)` is rewritten by it, any other by `placeholder`."""
     out: list[str] = []
     statements = 0
     has_text = False  # the current statement holds something besides blanks and comments
@@ -51,9 +53,13 @@ def scan(sql: str, placeholder: Callable[[int], str] | None = None,
                 j += 1
             number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
             highest = max(highest, number)
-            if number in lists and not misplaced and not in_parentheses(sql, i, j):
+            alone = number in lists and in_parentheses(sql, i, j)
+            if number in lists and not misplaced and not alone:
                 misplaced = number
-            out.append(f"${number}" if placeholder is None else placeholder(number))
+            if alone and in_list is not None:
+                out.append(in_list(number))
+            else:
+                out.append(f"${number}" if placeholder is None else placeholder(number))
             has_text = True
             i = j
             continue
@@ -104,6 +110,85 @@ def skip_quoted(sql: str, i: int) -> int | None:
             j = sql.find(tag.group(0), tag.end())
             return len(sql) if j < 0 else j + len(tag.group(0))
     return None
+
+
+# --- REGEXP -----------------------------------------------------------------------------------
+# `x REGEXP p` is SQLite's operator (svc gives it a function, svc.runtime.db.sqlite); PostgreSQL
+# spells it `x ~ p` (and `x NOT REGEXP p` `x !~ p`), so a program writes REGEXP on both.
+
+def postgres_operators(sql: str) -> str:
+    """`sql` with each REGEXP operator outside literals, quoted names and comments written as
+    PostgreSQL's: `REGEXP` as `~`, `NOT REGEXP` as `!~`."""
+    found = _regexps(sql)
+    if not found:
+        return sql
+    out, last = [], 0
+    for start, end, _number in found:
+        out.append(sql[last:start])
+        out.append("!~" if sql[start].upper() == "N" else "~")
+        last = end
+    out.append(sql[last:])
+    return "".join(out)
+
+
+def regexp_placeholders(sql: str) -> tuple[int, ...]:
+    """The numbers of the placeholders written right after a REGEXP operator: the patterns
+    (`name REGEXP ?2` gives 2)."""
+    return tuple(number for _start, _end, number in _regexps(sql) if number)
+
+
+def _regexps(sql: str) -> list[tuple[int, int, int]]:
+    """(start, end, pattern placeholder or 0) of each REGEXP operator, from its NOT if any."""
+    if "regexp" not in sql.lower():
+        return []
+    found: list[tuple[int, int, int]] = []
+    pattern_at: dict[int, int] = {}  # where a placeholder right after REGEXP starts → index
+    highest = 0
+    i, n = 0, len(sql)
+    while i < n:
+        end = skip_quoted(sql, i)
+        if end is not None:
+            i = end
+            continue
+        c = sql[i]
+        if c == "?":
+            j = i + 1
+            while j < n and sql[j].isdigit():
+                j += 1
+            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
+            highest = max(highest, number)
+            if i in pattern_at:
+                start, stop, _ = found[pattern_at[i]]
+                found[pattern_at[i]] = (start, stop, number)
+            i = j
+            continue
+        if c.isalpha() or c == "_":
+            j = i
+            while j < n and (sql[j].isalnum() or sql[j] in "_$"):
+                j += 1
+            if sql[i:j].upper() == "REGEXP":
+                start = _not_before(sql, i)
+                after = j
+                while after < n and sql[after].isspace():
+                    after += 1
+                if after < n and sql[after] == "?":
+                    pattern_at[after] = len(found)
+                found.append((start, j, 0))
+            i = j
+            continue
+        i += 1
+    return found
+
+
+def _not_before(sql: str, i: int) -> int:
+    """Where the word NOT before position `i` starts (only blanks between), else `i`."""
+    j = i
+    while j > 0 and sql[j - 1].isspace():
+        j -= 1
+    if j >= 3 and sql[j - 3:j].upper() == "NOT" and j < i and not (
+            j > 3 and (sql[j - 4].isalnum() or sql[j - 4] in "_$")):
+        return j - 3
+    return i
 
 
 def placeholders(sql: str) -> list[tuple[int, int, int]]:

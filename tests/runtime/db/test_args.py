@@ -1,17 +1,20 @@
 """The arguments of db_exec, db_all and db_one on every database (an SQLite file and a
 database of the session's private PostgreSQL cluster), called as generated code calls them:
-the NUL rule (refused alike, before anything is sent) and List arguments in `col IN (?n)`
-(wrapped in IntList, FloatList, BoolList or TextList by generated code)."""
+the NUL rule (refused alike, before anything is sent), List arguments in `col IN (?n)`
+(wrapped in IntList, FloatList, BoolList or TextList by generated code) and as JSON values
+anywhere else, and other JSON values (Json, JsonList)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 
 import pytest
 
-from svc.runtime.db import (BoolList, FloatList, IntList, TextList, close_all, db_all, db_begin,
-                            db_commit, db_dialect, db_exec, db_one, db_open, sql_text)
+from svc.runtime.db import (BoolList, FloatList, IntList, Json, JsonList, TextList, close_all,
+                            db_all, db_begin, db_commit, db_dialect, db_exec, db_one, db_open,
+                            sql_text)
 from svc.runtime.db.args import usual
 from svc.runtime.lib.support import SvcError
 from tests.runtime.db.test_backends import svc_class
@@ -187,22 +190,80 @@ def test_a_thousand_and_a_quote(url):
     assert _ids(listed) == [7]
 
 
-def test_a_list_outside_in_is_a_database_error_with_the_line(url):
-    sqls = ["SELECT id FROM t WHERE id = ANY(?1)", "SELECT id FROM t WHERE id IN (?1, 2)",
-            "SELECT id FROM t WHERE id JOIN (?1)", "SELECT id FROM t WHERE id IN ?1",
-            "SELECT id FROM t WHERE id IN ((?1))", "SELECT ?1 AS id"]
+#: A single column of text, as generated code describes `db_one[str]`.
+TEXT = ("db_one[str]", "str", True)
+
+
+def test_a_list_outside_in_is_a_json_value(url):
+    async def body(db):
+        return [
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)", IntList([1, 2])),
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)", TextList(["it's", "a\"b"])),
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)", BoolList([True, False])),
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)", FloatList([0.5, -2.0, 1.5e3])),
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)", IntList()),
+            await db_one(TEXT, db, "SELECT CAST(?2 AS TEXT) FROM t WHERE id IN (?2) AND id > ?1",
+                         1, IntList([3])),
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)",
+                         JsonList([{"b": 1, "aa": [None]}, {}])),
+            await db_one(TEXT, db, "SELECT CAST(?1 AS TEXT)", Json({"k": "v"})),
+        ]
+
+    found = run(url, body)
+    assert [json.loads(text) for text in found] == [
+        [1, 2], ["it's", 'a"b'], [True, False], [0.5, -2.0, 1500.0], [], [3],
+        [{"b": 1, "aa": [None]}, {}], {"k": "v"}]
+
+
+def test_lists_that_are_json_values_refuse_what_json_cannot_carry(url):
+    async def body(db):
+        return [
+            await db_exec(db, "UPDATE t SET name = ?1 WHERE id = 1", FloatList([1.0, math.inf])),
+            await db_exec(db, "UPDATE t SET name = ?2 WHERE id = ?1", 1, Json({"x": math.nan})),
+            await db_exec(db, "UPDATE t SET name = ?1 WHERE id = 1", JsonList([["a\x00"]])),
+            await db_all(Whole, db, "SELECT id FROM t WHERE price IN (?1) ORDER BY id",
+                         FloatList([0.5, math.inf])),
+            await db_all(Row, db, "SELECT id, name FROM t ORDER BY id"),
+        ]
+
+    inf, nan, nul, in_list, rows = run(url, body)
+    for error, position in ((inf, 1), (nan, 2)):
+        assert isinstance(error, SvcError) and error.kind == "invalid", error
+        assert error.message == ("an f64 value is inf or NaN, which JSON cannot carry to the "
+                                 f"database (SQL argument {position})")
+    assert nul.kind == "invalid" and nul.message == (
+        "text with a NUL character (U+0000) cannot go to the database (SQL argument 1)")
+    assert _ids(in_list) == [1]  # values for IN may be infinite, as before
+    assert [r.name for r in rows] == ["n1", "n2", "n3", "n4", "n5"]
+
+
+def test_a_list_of_other_values_in_in_is_a_database_error_with_the_line(url):
+    sqls = ["SELECT id FROM t WHERE id IN (?1)", "SELECT id FROM t WHERE id NOT IN (?1)",
+            "SELECT id FROM t WHERE name = ?1 OR id IN (?1)"]
 
     async def body(db):
-        return [await db_all(Whole, db, sql, IntList([1])) for sql in sqls]
+        return [await db_all(Whole, db, sql, JsonList([[1]])) for sql in sqls]
 
     errors = run(url, body)
     line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
-                if "for sql in sqls]" in text)
+                if "JsonList([[1]])) for sql in sqls]" in text)
     for error, sql in zip(errors, sqls):
         assert isinstance(error, SvcError) and error.kind == "database", (sql, error)
-        assert error.message == (f"{__file__}:{line}: a List argument stands for its values "
-                                 "only in IN (?n): ?1 is a List, so write `col IN (?1)` or "
-                                 f"`col NOT IN (?1)` (in SQL: {sql})")
+        assert error.message == (
+            f"{__file__}:{line}: only a List of i64, i32, f64, bool, str or an enum stands for "
+            "its values in IN (?n): ?1 is a List of other values (a class, a List, a T?), "
+            f"which is a JSON value anywhere but in IN (in SQL: {sql})")
+
+
+def test_a_json_value_is_a_jsonb_parameter_and_a_list_used_twice_is_sent_twice():
+    text, statements, sent = sql_text.typed_for_postgres(
+        "UPDATE t SET tags = ?1, home = ?3 WHERE name IN (?1) AND id = ?2",
+        (TextList(["a"]), 5, Json({"x": 1})))
+    assert text == ("UPDATE t SET tags = $4::jsonb, home = $3::jsonb WHERE name IN "
+                    "(SELECT unnest($1::text[])) AND id = $2::bigint")
+    assert statements == 1 and sent == (("a",), 5, "", '["a"]')  # Json.text is set by _ready
+    assert sql_text.for_sqlite("SELECT ?1 WHERE id IN (?1)", (IntList([1]),)) == (
+        "SELECT ?1 WHERE id IN (SELECT value FROM json_each(?1))", ("[1]",))
 
 
 def test_a_list_statement_is_prepared_once_whatever_its_length(postgres_cluster):
@@ -234,7 +295,9 @@ def test_the_sqlite_text_does_not_depend_on_the_list():
 
 
 def test_usual_arguments_are_left_as_they_are():
-    assert usual((1, "text", None, 2.5, True, b"\x00", "\\0"))
+    assert usual((1, "text", None, 2.5, True, b"\x00", "\\0", "admin"))  # an enum is its name
+    assert not usual((Json({}),))
+    assert not usual((JsonList([]),))
     assert not usual((1, "a\x00"))
     assert not usual((1, memoryview(b"a")))  # copied into bytes first
     assert not usual((IntList([1]),))

@@ -5,6 +5,8 @@
     context.py      `CheckContext`: the tables and services the body checker gets
     expressions.py  a body's scopes and the types of its expressions
     calls.py        calls (functions, constructors, builtins) and `await`
+    db_types.py     the types that cross into a database: db_exec/db_all/db_one's arguments
+                    and what db_all[T]/db_one[T] read (a class, or one column)
     includes.py     what `include_text` may read: a regular file inside the program's folder,
                     of at most 8 MiB
     body.py         a body's statements and that it returns on every path

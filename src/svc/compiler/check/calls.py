@@ -13,7 +13,7 @@ import os
 
 from svc.compiler import builtin_table as B
 from svc.compiler.check import config_class, generics, maps, http_types as check_http
-from svc.compiler.check import regex_patterns
+from svc.compiler.check import db_types, regex_patterns
 from svc.compiler.check.context import suggest
 from svc.compiler.check.includes import include_problem
 from svc.compiler.check.some import SOME, some_call
@@ -24,9 +24,7 @@ from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, EnumRef, ListOf, MapOf, Opt,
-    ResultOf,
-    Type, is_db_list, is_json_type,
-    is_scalar_or_optional,
+    ResultOf, Type, is_json_type,
 )
 from svc.compiler.svctypes import HEADERS, ResponseOf
 
@@ -330,10 +328,10 @@ class CallChecker(ExpressionChecker):
         if t == UNKNOWN:
             return None
         if b.type_param == B.ROW_CLASS:
-            problem = self.row_class_problem(t)
+            problem = db_types.row_type_problem(b.name, t, self.ctx.program.classes,
+                                                self.ctx.field_types)
             if problem:
-                self.error(f"{b.name}[T] needs a class whose fields are scalars or T? of "
-                           f"scalars; {problem}", texpr.span)
+                self.error(problem, texpr.span)
                 return None
         elif b.type_param == B.CONFIG_CLASS:
             problem = config_class.class_problem(self.ctx.program, t)
@@ -347,14 +345,6 @@ class CallChecker(ExpressionChecker):
                        f"found {fmt(t)}", texpr.span)
             return None
         return t
-
-    def row_class_problem(self, t: Type) -> str | None:
-        if not isinstance(t, ClassRef):
-            return f"found {fmt(t)}"
-        for name, ft in self.ctx.program.classes[t.name].fields:
-            if ft != UNKNOWN and not is_scalar_or_optional(ft):
-                return f"field '{name}' of {t.name} is {fmt(ft)}"
-        return None
 
     def argument(self, call: syntax.Call, b: B.Builtin, i: int, arg: syntax.Expr, spec,
                  earlier) -> Type:
@@ -386,7 +376,9 @@ class CallChecker(ExpressionChecker):
             return regex_patterns.pattern_argument(self, call, arg)
         t = self.expr(arg, self.literal_hint(call, b, i, spec))
         if t != UNKNOWN and not self.fits_kind(t, spec):
-            self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}", arg.span)
+            hint = db_types.argument_hint(t, self.ctx.program.classes) if spec == B.DB_ARG \
+                else ""
+            self.error(f"{what}expected {B.KIND_TEXT[spec]}, found {fmt(t)}{hint}", arg.span)
             return UNKNOWN  # a result derived from it (`sorted`, `min`) would only mislead
         return t
 
@@ -427,7 +419,7 @@ class CallChecker(ExpressionChecker):
         if kind == B.SORTABLE_LIST:
             return isinstance(t, ListOf) and t.elem in NUMBERS + (STR,)
         if kind == B.DB_ARG:
-            return is_scalar_or_optional(t) or t in (VIEW_BYTES, NONE) or is_db_list(t)
+            return db_types.argument_fits(t, self.ctx.field_types)
         if kind == B.DB_OR_TX:
             return t in (DB, TX)
         return t != NONE  # ANY

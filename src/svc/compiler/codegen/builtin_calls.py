@@ -54,7 +54,7 @@ def lower(gen: Generator, e: syntax.Call) -> ast.expr:
         raise CodegenError(f"unknown builtin {name!r}")
     args = [gen.expr(a) for a in e.args]
     if name in B.BUILTINS and B.BUILTINS[name].variadic == B.DB_ARG:
-        args = _sql_lists(gen, e, args)
+        args = _sql_arguments(gen, e, args)
     if isinstance(lowering, B.RuntimeCall):
         return runtime_call(gen, lowering, e, args)
     form = SPECIAL_FORMS.get(lowering)
@@ -64,21 +64,64 @@ def lower(gen: Generator, e: syntax.Call) -> ast.expr:
 
 
 #: The runtime class (svc.runtime.db.args) a List argument of db_exec, db_all or db_one is
-#: wrapped in, by its element type: it carries the values and their PostgreSQL type.
+#: wrapped in, by its element type: it carries the values and their PostgreSQL type (a List
+#: of an enum is a TextList: a member is its name).
 _SQL_LISTS: dict[T.Type, str] = {T.I64: "IntList", T.I32: "IntList", T.F64: "FloatList",
                                  T.BOOL: "BoolList", T.STR: "TextList"}
 
 
-def _sql_lists(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> list[ast.expr]:
-    """The arguments with each List (for `col IN (?n)`) wrapped in its runtime class."""
+def _sql_arguments(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> list[ast.expr]:
+    """The arguments with each List wrapped in its runtime class (its values in `col IN (?n)`,
+    a JSON value elsewhere), and each other List, Map or class in `Json`/`JsonList` (a JSON
+    value); `T?` of those through `optional`, so that None stays NULL. Scalars and enums (a
+    member is its name, a str) go as they are, so calls without these cost nothing more."""
     wrapped = list(args)
     for i, arg in enumerate(e.args):
-        if isinstance(arg.type, T.ListOf):
-            cls = _SQL_LISTS.get(arg.type.elem)
-            if cls is None:
-                raise CodegenError(f"a database argument of type {T.format_type(arg.type)}")
-            wrapped[i] = _call(gen.runtime("db", cls), [args[i]])
+        t = arg.type
+        inner = t.inner if isinstance(t, T.Opt) else t
+        if inner is None or T.db_kind(inner) != "json":
+            continue
+        more: list[ast.expr] = []
+        if T.is_db_list(inner):
+            assert isinstance(inner, T.ListOf)
+            cls = "TextList" if isinstance(inner.elem, T.EnumRef) else _SQL_LISTS[inner.elem]
+        else:
+            cls = "JsonList" if isinstance(inner, T.ListOf) else "Json"
+            if _holds_map(gen, inner, set()):  # its keys go in jsonb's order (args.py)
+                more = [ast.Constant(True)]
+        if isinstance(t, T.Opt):
+            wrapped[i] = _call(gen.runtime("db", "optional"),
+                               [gen.runtime("db", cls), args[i]] + more)
+        else:
+            wrapped[i] = _call(gen.runtime("db", cls), [args[i]] + more)
     return wrapped
+
+
+def _holds_map(gen: Generator, t: T.Type, seen: set[str]) -> bool:
+    """Whether a Map occurs anywhere in values of `t` (through Lists, `T?` and class fields)."""
+    if isinstance(t, T.MapOf):
+        return True
+    if isinstance(t, (T.ListOf, T.Opt)):
+        return _holds_map(gen, t.elem if isinstance(t, T.ListOf) else t.inner, seen)
+    if isinstance(t, T.ClassRef) and t.name not in seen:
+        seen.add(t.name)
+        info = gen.program.classes.get(t.name)
+        return info is not None and any(_holds_map(gen, ft, seen) for _, ft in info.fields)
+    return False
+
+
+def _row_type(gen: Generator, name: str, t: T.Type) -> ast.expr:
+    """The run-time type argument of db_all[T] or db_one[T]: the class, or for a scalar or an
+    enum the description of the single column (svc.runtime.db.rows), a constant:
+    ("db_all[i64]", "i64", optional[, "enum", members]). db_one's value may be NULL (None)."""
+    if isinstance(t, T.ClassRef):
+        return gen.type_value(t)
+    inner = t.inner if isinstance(t, T.Opt) else t
+    optional = isinstance(t, T.Opt) or name == "db_one"
+    entry: tuple = (f"{name}[{T.format_type(t)}]", T.format_type(inner), optional)
+    if isinstance(inner, T.EnumRef):
+        entry += ("enum", inner.members)
+    return ast.Constant(entry)  # type: ignore[arg-type]  # a tuple of constants is one
 
 
 def runtime_call(gen: Generator, target: B.RuntimeCall, e: syntax.Call,
@@ -88,7 +131,11 @@ def runtime_call(gen: Generator, target: B.RuntimeCall, e: syntax.Call,
         function: ast.expr = gen.rt(target.function)
     else:
         function = gen.runtime(target.module, target.function)
-    type_args = [gen.type_value(t) for t in e.type_arg_types]
+    name = e.target or (e.func.id if isinstance(e.func, syntax.Name) else "")
+    if name in B.BUILTINS and B.BUILTINS[name].type_param == B.ROW_CLASS:
+        type_args = [_row_type(gen, name, t) for t in e.type_arg_types]
+    else:
+        type_args = [gen.type_value(t) for t in e.type_arg_types]
     site = [ast.Constant(f"{e.span.file}:{e.span.line}")] if target.call_site else []
     scope = [gen.tx_scope()] if target.tx_scope else []
     return _call(function, type_args + args + site + scope)

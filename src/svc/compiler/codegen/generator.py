@@ -555,8 +555,15 @@ def _bits(t: T.Type) -> str:
     return "64" if t == T.I64 else "32"
 
 
-def _field_entry(name: str, t: T.Type) -> tuple[str, str, bool]:
-    """`(name, type_name, optional)` for `__svc_fields__` (the database row mapper)."""
+def _field_entry(name: str, t: T.Type) -> tuple:
+    """`(name, type_name, optional)` for `__svc_fields__` (the database row mapper), with
+    `"enum", members` after it for an enum and `"json"` for a List, Map or class (whose
+    decoding type the mapper takes from the field's annotation)."""
     optional = isinstance(t, T.Opt)
     inner = t.inner if isinstance(t, T.Opt) else t
+    kind = T.db_kind(inner)
+    if isinstance(inner, T.EnumRef):
+        return (name, inner.name, optional, "enum", inner.members)
+    if kind == "json":
+        return (name, T.format_type(inner), optional, "json")
     return (name, T.format_type(inner), optional)

@@ -27,13 +27,14 @@ from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram
 from svc.compiler.source import SourceFile, Span
 from svc.compiler.sql import column_types
-from svc.compiler.sql.dialect_text import argument_kinds, for_dialect
+from svc.compiler.sql.dialect_text import argument_kinds, for_dialect, lists_in_parentheses
 from svc.compiler.sql.schema import (
     MigrationFile, MigrationProblem, Prepared, ResultColumn, Schema, SqlProblem,
 )
 from svc.compiler.sql.schemas import Schemas
 from svc.compiler.sql.statements import SqlUse, sql_uses
-from svc.compiler.svctypes import ClassRef, Opt, Type, format_type
+from svc.compiler.svctypes import UNKNOWN, ClassRef, Opt, Type, format_type
+from svc.rules.sql_params import NOT_VALUES
 from svc.rules.sql_text import placeholders, statement_count
 
 
@@ -142,16 +143,22 @@ class _Checker:
         return self.use.sql_span
 
     def run(self, schemas: dict[str, Schema]) -> None:
-        if not self.text_problems():
-            kinds = argument_kinds(self.sql, self.use.arg_types)
+        kinds = argument_kinds(self.use.arg_types)
+        if not self.text_problems(kinds):
             for dialect, schema in schemas.items():
                 self.prepared(dialect, schema, kinds)
 
     # --- from the text alone --------------------------------------------------------------
 
-    def text_problems(self) -> bool:
+    def text_problems(self, kinds: tuple[str | None, ...]) -> bool:
         """Statements and placeholders against the arguments; whether any was reported."""
         found = False
+        for number in sorted(lists_in_parentheses(self.sql, kinds)):
+            if kinds[number - 1] == "json":
+                shown = format_type(self.use.arg_types[number - 1] or UNKNOWN)
+                self.error(f"{NOT_VALUES}; ?{number} is a {shown}",
+                           self.use.call.args[number + 1].span)
+                found = True
         if statement_count(self.sql) > 1:
             self.error(f"one statement per call: this SQL of {self.use.builtin} holds "
                        f"{statement_count(self.sql)} statements (several belong in a migration)",

@@ -12,6 +12,7 @@ subquery over `json_each`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from svc.compiler.svctypes import (
     BOOL, BYTES, F64, I32, I64, NONE, STR, ClassRef, EnumRef, ListOf, MapOf, Opt, Type, View,
@@ -19,19 +20,16 @@ from svc.compiler.svctypes import (
 from svc.rules.sql_params import (
     postgres_list_placeholder, postgres_placeholder, sqlite_list_placeholder,
 )
-from svc.rules.sql_text import in_parentheses, placeholders, scan
-
-
-def postgres_operators(sql: str) -> str:  # TODO(merge): the runtime's REGEXP rewrite
-    return sql
+from svc.rules.sql_text import in_parentheses, placeholders, postgres_operators, scan
 
 _SCALAR_KINDS = {I64: "i64", I32: "i32", F64: "f64", BOOL: "bool", STR: "str", BYTES: "bytes",
                  View(BYTES): "bytes"}
 
 
-def argument_kind(t: Type | None, in_list_position: bool) -> str | None:
+def argument_kind(t: Type | None) -> str | None:
     """How an argument of svc type `t` is sent: a kind of svc.rules.sql_params, `null`, or
-    `list:<kind>` for a List standing for its values in `IN (?n)`; None when unknown."""
+    `list:<kind>` for a List of values (its values in `IN (?n)`, JSON elsewhere); None when
+    unknown."""
     if t is None:
         return None
     if isinstance(t, Opt):
@@ -42,8 +40,8 @@ def argument_kind(t: Type | None, in_list_position: bool) -> str | None:
         return _SCALAR_KINDS[t]
     if isinstance(t, EnumRef):
         return "enum"
-    if isinstance(t, ListOf) and in_list_position:
-        element = argument_kind(t.elem, False)
+    if isinstance(t, ListOf):
+        element = argument_kind(t.elem)
         if element in ("i64", "i32", "f64", "bool", "str", "enum"):
             return "list:" + element
     if isinstance(t, (ListOf, MapOf, ClassRef)):
@@ -51,11 +49,16 @@ def argument_kind(t: Type | None, in_list_position: bool) -> str | None:
     return None
 
 
-def argument_kinds(sql: str, types: tuple[Type | None, ...]) -> tuple[str | None, ...]:
-    """Each argument's kind, a List's by where its placeholder stands."""
-    in_lists = {number for number, start, end in placeholders(sql)
-                if in_parentheses(sql, start, end)}
-    return tuple(argument_kind(t, i + 1 in in_lists) for i, t in enumerate(types))
+def argument_kinds(types: tuple[Type | None, ...]) -> tuple[str | None, ...]:
+    return tuple(argument_kind(t) for t in types)
+
+
+def lists_in_parentheses(sql: str, kinds: tuple[str | None, ...]) -> set[int]:
+    """The numbers of the placeholders alone in `IN (...)` whose argument is a List (of
+    values, or of what JSON carries)."""
+    return {number for number, start, end in placeholders(sql)
+            if number <= len(kinds) and in_parentheses(sql, start, end)
+            and (kinds[number - 1] or "").startswith(("list:", "json"))}
 
 
 @dataclass(frozen=True)
@@ -79,37 +82,52 @@ class DialectText:
 
 
 def for_dialect(sql: str, dialect: str, kinds: tuple[str | None, ...]) -> DialectText:
-    """The text the runtime sends to `dialect` for arguments of these kinds."""
+    """The text the runtime sends to `dialect` for arguments of these kinds (as
+    svc.runtime.db.sql_text writes it for their values)."""
+    lists = frozenset(n for n, kind in enumerate(kinds, 1) if (kind or "").startswith("list:"))
     written: list[int] = []
 
-    def recorded(text: str) -> str:
-        written.append(len(text))
-        return text
+    def recorded(write: Callable[[int], str]) -> Callable[[int], str]:
+        def placeholder(n: int) -> str:
+            text = write(n)
+            written.append(len(text))
+            return text
+        return placeholder
 
     if dialect == "sqlite":
-        text = scan(sql, lambda n: recorded(_sqlite_placeholder(n, kinds)))[0]
+        text = scan(sql, recorded(lambda n: f"?{n}"), lists,
+                    in_list=recorded(sqlite_list_placeholder))[0]
     else:
-        text = postgres_operators(scan(sql, lambda n: recorded(_postgres_placeholder(n, kinds)))[0])
+        other, alone = _postgres_placeholders(sql, kinds, lists)
+        text = postgres_operators(scan(sql, recorded(other), lists, in_list=recorded(alone))[0])
     spots = placeholders(sql)
     return DialectText(text, tuple((start, end - start, length) for (_n, start, end), length
                                    in zip(spots, written)))
 
 
-def _sqlite_placeholder(n: int, kinds: tuple[str | None, ...]) -> str:
-    kind = kinds[n - 1] if n <= len(kinds) else None
-    if kind is not None and kind.startswith("list:"):
-        return sqlite_list_placeholder(n)
-    return f"?{n}"
-
-
-def _postgres_placeholder(n: int, kinds: tuple[str | None, ...]) -> str:
+def _postgres_placeholders(sql: str, kinds: tuple[str | None, ...], lists: frozenset[int]
+                           ) -> tuple[Callable[[int], str], Callable[[int], str]]:
+    """PostgreSQL's placeholder writers (elsewhere, alone in IN): a `None` is `NULL` and not
+    sent, the others renumbered; a List used both ways is sent twice (its JSON text again)."""
+    in_list = {n for n, start, end in placeholders(sql) if n in lists
+               and in_parentheses(sql, start, end)}
+    elsewhere = {n for n, start, end in placeholders(sql) if n in lists
+                 and not in_parentheses(sql, start, end)}
     sent = [i for i, kind in enumerate(kinds) if kind != "null"]
-    if n > len(kinds):  # no such argument: numbered past the sent ones, as the runtime does
-        return f"${len(sent) + n - len(kinds)}"
-    number = sent.index(n - 1) + 1 if n - 1 in sent else 0
-    kind = kinds[n - 1]
-    if kind == "null":
-        return "NULL"
-    if kind is not None and kind.startswith("list:"):
-        return postgres_list_placeholder(number, kind[5:])
-    return postgres_placeholder(number, kind or "")
+    number = {i + 1: n + 1 for n, i in enumerate(sent)}
+    extra = {n: len(sent) + k + 1 for k, n in enumerate(sorted(in_list & elsewhere))}
+
+    def other(n: int) -> str:
+        if n > len(kinds):  # no such argument: numbered past the sent ones, as the runtime
+            return f"${len(sent) + len(extra) + n - len(kinds)}"
+        kind = kinds[n - 1]
+        if kind == "null":
+            return "NULL"
+        if n in lists:
+            return postgres_placeholder(extra.get(n, number[n]), "json")
+        return postgres_placeholder(number[n], kind or "")
+
+    def alone(n: int) -> str:
+        return postgres_list_placeholder(number[n], (kinds[n - 1] or "list:")[5:])
+
+    return other, alone

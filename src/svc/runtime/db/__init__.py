@@ -10,6 +10,7 @@
     migrations.py    `db_migrate`: a schema brought up to date with the program's steps
     args.py          a call's arguments looked at first, so SQLite and PostgreSQL behave alike
     sql_text.py      SQL text read without parsing it: statements and placeholders
+    regexp.py        `x REGEXP pattern` on both databases, with RE2's patterns
     rows.py          a row's values into an svc class's fields, for every database
     errors.py        the errors every backend returns (values, never raised to svc code)
     constraints.py   constraint violations as the errors a client should see
@@ -31,8 +32,8 @@ import sys
 from svc.runtime import services
 from svc.runtime.services import current as current_services
 from svc.runtime.db import postgres, sql_text, sqlite
-from svc.runtime.db.args import (BoolList, FloatList, IntList, TextList, nul_refused, usual,
-                                 without_views)
+from svc.runtime.db.args import (BoolList, FloatList, IntList, Json, JsonList, TextList,
+                                 nul_refused, optional, usual, with_json, without_views)
 from svc.runtime.db.base import ALL, EXEC, ONE, Db, Tx
 from svc.runtime.db.errors import SEVERAL_STATEMENTS, at_svc_line
 from svc.runtime.db.migrations import db_migrate, db_migrate_declared
@@ -42,13 +43,13 @@ from svc.runtime.db.transactions import (db_begin, db_commit, db_rollback, end_t
                                          refuse_if_held)
 from svc.runtime.lib.support import SvcError
 
-__all__ = ["BUSY_TIMEOUT_SECONDS", "BoolList", "Db", "FloatList", "IntList", "RowMismatch",
-           "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit", "db_dialect",
-           "db_exec", "db_migrate", "db_migrate_declared", "db_one", "db_open", "db_rollback", "end_transactions",
-           "resolve_path", "set_base_directory"]
+__all__ = ["BUSY_TIMEOUT_SECONDS", "BoolList", "Db", "FloatList", "IntList", "Json", "JsonList",
+           "RowMismatch", "TextList", "Tx", "close_all", "db_all", "db_begin", "db_commit",
+           "db_dialect", "db_exec", "db_migrate", "db_migrate_declared", "db_one", "db_open", "db_rollback",
+           "end_transactions", "optional", "resolve_path", "set_base_directory"]
 
 #: The errors of a call's own making, to which the builtins add the .svc line of the call.
-_AT_SVC_LINE = (SEVERAL_STATEMENTS, sql_text.MISPLACED_LIST)
+_AT_SVC_LINE = (SEVERAL_STATEMENTS, sql_text.NOT_VALUES)
 
 
 async def db_open(path: str) -> Db | SvcError:
@@ -64,16 +65,20 @@ def db_dialect(db: Db | Tx) -> str:
 
 
 # `db` may be a Db or a Tx (the statement then runs inside the transaction). A result that
-# is a several-statements error, or a List argument outside `IN (?n)`, gets the .svc line of
-# the call (the caller's frame). A Db whose `_holders` is not empty may be held by the
+# is a several-statements error, or a List of other values in `IN (?n)`, gets the .svc line
+# of the call (the caller's frame). A Db whose `_holders` is not empty may be held by the
 # caller's own open transaction (transactions.py); a Tx's `_holders` is None. Arguments with
-# a NUL, a view or a List are made ready first (`_ready`, args.py); others go as they are.
+# a NUL, a view, a List or a JSON value are made ready first (`_ready`, args.py); others go as
+# they are.
 
 def _ready(db: Db | Tx, sql: str, args: tuple) -> tuple[str, tuple] | SvcError:
-    """The text and arguments of a call with a NUL in a str, a view or a List argument: the
-    NUL refused on every database, the view copied, the List written for SQLite (postgres.py
-    writes its own)."""
-    args = without_views(args)
+    """The text and arguments of a call with a NUL in a str, a view, a List or a JSON
+    argument: the NUL refused on every database, the view copied, the JSON value encoded, the
+    List and JSON written for SQLite (postgres.py writes its own)."""
+    encoded = with_json(sql, without_views(args))
+    if isinstance(encoded, SvcError):
+        return encoded
+    args = encoded
     refused = nul_refused(sql, args)
     if refused is not None:
         return refused

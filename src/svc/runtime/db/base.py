@@ -5,7 +5,8 @@ an awaitable of the result (a value or an `SvcError`, never an exception for dat
 problems). A `Db` and a `Tx` (a transaction on one) both have it, which is how `db_exec`,
 `db_all` and `db_one` accept either. The arguments come ready to send (args.py): a
 `view[bytes]` already copied into bytes (its buffer may be reused once its request ends, while
-an SQLite job may run later), a str never holding a NUL.
+an SQLite job may run later), a str never holding a NUL, a JSON value encoded (on SQLite, Lists
+and JSON values already as their text; PostgreSQL's placeholders are written by postgres.py).
 """
 
 from __future__ import annotations

@@ -26,8 +26,11 @@ def statement_failed(exc: BaseException, sql: str) -> SvcError:
     """A statement the database refused: the database's reason and the SQL. A violated
     constraint is `conflict` or `invalid` instead (constraints.py), with both in the log."""
     detail = f"{exc} (in SQL: {shorten(sql)})"
-    if _sqlstate(exc) in _RETRY_SAFE:
+    sqlstate = _sqlstate(exc)
+    if sqlstate in _RETRY_SAFE:
         return rolled_back_to_retry(detail)
+    if sqlstate == _INVALID_REGULAR_EXPRESSION:
+        return bad_pattern(str(exc), detail)
     category = constraints.category_of(exc)
     if category is not None:
         return constraints.constraint_error(category, detail)
@@ -38,6 +41,19 @@ def statement_failed(exc: BaseException, sql: str) -> SvcError:
 #: deadlock_detected and serialization_failure. Nothing of it was kept, so running it again
 #: is safe and will usually succeed.
 _RETRY_SAFE = ("40P01", "40001")
+
+
+#: PostgreSQL's SQLSTATE for a pattern it cannot compile (a REGEXP pattern RE2 took, svc's
+#: check before sending: svc.runtime.db.regexp).
+_INVALID_REGULAR_EXPRESSION = "2201B"
+
+
+def bad_pattern(message: str, detail: str) -> SvcError:
+    """`invalid` (400): the pattern is the caller's to correct. PostgreSQL's message starts
+    with "invalid regular expression" as svc's own does."""
+    if not message.startswith("invalid regular expression"):
+        message = f"invalid regular expression: {message}"
+    return SvcError("invalid", message, detail=f"invalid error: {detail}")
 
 
 def _sqlstate(exc: BaseException) -> str | None:

@@ -25,6 +25,8 @@ does not fit the class), never raises for database problems. Choices made here:
 - Foreign keys are enforced (`PRAGMA foreign_keys=ON`); a locked database is waited for up to
   `BUSY_TIMEOUT_SECONDS` before the statement fails.
 - Rows are mapped to classes by rows.py, shared with PostgreSQL.
+- Every connection has a `regexp` function (regexp.py), so `x REGEXP pattern` works, with
+  RE2's patterns.
 - `close_all()` (server shutdown) finishes the queued jobs, checkpoints the WAL and closes
   every connection; later jobs on those handles get `busy` "shutting down". `db_open` keeps
   working afterwards (new handles), which tests rely on.
@@ -48,6 +50,7 @@ from svc.runtime.observability import metrics
 from svc.runtime.http.context import request_deadline
 from svc.runtime.db import sqlite_tx
 from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
+from svc.runtime.db.regexp import sqlite_regexp, take_failure
 from svc.runtime.db.errors import several_statements, statement_failed
 from svc.runtime.db.errors import shutting_down as _shutting_down
 from svc.runtime.db.rows import RowMismatch, mapper
@@ -358,6 +361,7 @@ def _connect(path: str) -> tuple[sqlite3.Connection | None, SvcError | None]:
                 raise sqlite3.OperationalError(f"cannot use WAL journaling (got {mode})")
             conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA foreign_keys=ON")
+        conn.create_function("regexp", 2, sqlite_regexp, deterministic=True)
         return conn, None
     except (sqlite3.Error, OSError) as exc:
         if conn is not None:
@@ -479,7 +483,8 @@ def _execute(conn: sqlite3.Connection, op: str, sql: str, args: tuple, cls: type
             return several_statements(sql)
         return statement_failed(exc, sql)
     except Exception as exc:  # sqlite3.Error, unsupported argument, int too big, ...
-        return statement_failed(exc, sql)
+        failure = take_failure(sql)  # a REGEXP that failed says why itself
+        return statement_failed(exc, sql) if failure is None else failure
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> int:
