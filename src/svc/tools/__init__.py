@@ -8,6 +8,7 @@
     openapi.py          `svcc openapi`: the OpenAPI 3.1 description of a program's routes
     openapi_security.py the security schemes: which guards are authentication
     routes.py           `svcc routes`: the route table as the server serves it
+    sql_against.py      `svcc check --against REV`: an older version's SQL, new migrations
     test_runner.py      `svcc test`: the `test_*` functions of a program's `*_test.svc` files
     watch.py            `svcc run --watch`: serve again each time a file changes
     vscode_grammar.py   the VS Code grammar's builtin names, made from the builtins' records
