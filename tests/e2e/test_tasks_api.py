@@ -19,7 +19,7 @@ from tests.helpers.svc_process import run_to_end
 from tests.helpers.tasks_server import DATABASES, PROJECT, launch, new_database, start
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
-TASK_KEYS = {"id", "title", "done", "created_at", "updated_at"}
+TASK_KEYS = {"id", "title", "done", "created_at", "updated_at", "priority", "tags"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -59,6 +59,7 @@ def assert_task(task: dict, title: str, done: bool) -> None:
     assert task["done"] is done
     assert RFC3339_UTC.match(task["created_at"]), task["created_at"]
     assert RFC3339_UTC.match(task["updated_at"]), task["updated_at"]
+    assert task["priority"] in ("low", "normal", "high") and isinstance(task["tags"], list)
 
 
 def assert_error(response, status: int) -> str:
@@ -91,6 +92,45 @@ def test_get_list_is_newest_first(server):
     ids = [item["id"] for item in listed]
     assert ids == sorted(ids, reverse=True)
     assert listed[:3] == added[::-1]
+
+
+def test_patch_sets_priority_and_tags_an_enum_and_a_json_column(server, task):
+    """An enum stored by name and a List stored as JSON (TEXT on SQLite, jsonb on
+    PostgreSQL), read back into the Task; a priority that is no member is a 400, and so is
+    a bad tag list; nothing is written then."""
+    assert task["priority"] == "normal" and task["tags"] == []
+    path = f"/api/tasks/{task['id']}"
+    changed = server.call("PATCH", path, {"priority": "high", "tags": ["home", "ünï", ""]})
+    assert changed["priority"] == "high" and changed["tags"] == ["home", "ünï", ""]
+    assert server.call("GET", path) == changed
+    assert "priority" in assert_error(server.request("PATCH", path, {"priority": "urgent",
+                                                                     "tags": []}), 400)
+    assert_error(server.request("PATCH", path, {"priority": "low", "tags": [1]}), 400)
+    assert_error(server.request("PATCH", "/api/tasks/999999", {"priority": "low", "tags": []}),
+                 404)
+    assert server.call("GET", path) == changed
+
+
+def test_tags_lists_every_tag_once_in_order(server):
+    first, second = server.add("tagged one"), server.add("tagged two")
+    server.call("PATCH", f"/api/tasks/{first['id']}", {"priority": "low", "tags": ["zz-b", "zz-a"]})
+    server.call("PATCH", f"/api/tasks/{second['id']}", {"priority": "low", "tags": ["zz-a"]})
+    tags = server.call("GET", "/api/tags")
+    assert [t for t in tags if t.startswith("zz-")] == ["zz-a", "zz-b"]
+    assert tags == sorted(tags)
+
+
+def test_search_matches_titles_by_regular_expression(server):
+    server.add("Search me: invoice 2026-11")
+    server.add("search me too")
+    found = server.call("GET", "/api/tasks/search?pattern=(?i)%5Esearch%20me")
+    assert [t["title"] for t in found][:2] == ["search me too", "Search me: invoice 2026-11"]
+    assert [t["title"] for t in server.call("GET", r"/api/tasks/search?pattern=\d{4}-\d{2}")][:1] \
+        == ["Search me: invoice 2026-11"]
+    # a bad pattern is the client's mistake on either database, never a 500
+    for bad in ("(a", "a{300}", "%5B"):
+        error = assert_error(server.request("GET", f"/api/tasks/search?pattern={bad}"), 400)
+        assert error.startswith("invalid regular expression"), error
 
 
 def test_put_updates_title_and_done(server, task):

@@ -41,11 +41,13 @@ def test_the_task_manager_document() -> None:
     assert document["info"]["title"] == "tasks"
     paths = document["paths"]
     assert set(paths) == {"/", "/api/tasks", "/api/tasks/{id}", "/api/stats", "/health",
-                          "/ready", "/stream", "/ws"}
+                          "/ready", "/stream", "/ws", "/api/tasks/search", "/api/tags"}
     routes = {(m, p) for p, item in paths.items() for m in item if m != "description"}
     assert routes == {("get", "/"), ("get", "/api/tasks"), ("post", "/api/tasks"),
                       ("get", "/api/tasks/{id}"), ("put", "/api/tasks/{id}"),
                       ("delete", "/api/tasks/{id}"), ("get", "/api/stats"),
+                      ("patch", "/api/tasks/{id}"), ("get", "/api/tasks/search"),
+                      ("get", "/api/tags"),
                       ("get", "/health"), ("get", "/ready"), ("get", "/stream"),
                       ("get", "/ws")}
     create = paths["/api/tasks"]["post"]
@@ -68,8 +70,10 @@ def test_the_task_manager_document() -> None:
     assert schemas["Task"] == {
         "type": "object",
         "properties": {"id": I64, "title": {"type": "string"}, "done": {"type": "boolean"},
-                       "created_at": {"type": "string"}, "updated_at": {"type": "string"}},
-        "required": ["id", "title", "done", "created_at", "updated_at"],
+                       "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+                       "priority": {"type": "string", "enum": ["low", "normal", "high"]},
+                       "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["id", "title", "done", "created_at", "updated_at", "priority", "tags"],
         "additionalProperties": False}
     assert schemas["Error"]["properties"] == {"error": {"type": "string"}}
     for status in ("400", "404", "500"):
@@ -212,11 +216,17 @@ def traffic(server) -> None:
     server.request("POST", "/api/tasks", {"title": "", "done": False})  # 400
     server.request("POST", "/api/tasks", {"title": "a", "done": False, "extra": 1})  # 400
     server.request("POST", "/api/tasks", raw=b"title=a", headers={"Content-Type": "text/plain"})
-    server.request("PATCH", "/api/tasks/1")  # 405
+    server.request("POST", "/api/tasks/1")  # 405
     server.request("GET", "/nowhere")  # 404
     server.request("GET", "/health")
     server.request("GET", "/ready")
     server.request("HEAD", "/api/stats")
+    task = server.add("tagged")
+    server.request("PATCH", f"/api/tasks/{task['id']}", {"priority": "high", "tags": ["a"]})
+    server.request("PATCH", f"/api/tasks/{task['id']}", {"priority": "urgent", "tags": []})  # 400
+    server.request("GET", "/api/tasks/search?pattern=ta")
+    server.request("GET", "/api/tasks/search?pattern=(a")  # 400
+    server.request("GET", "/api/tags")
 
 
 def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> None:
@@ -226,7 +236,7 @@ def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> No
             traffic(server)
     finally:
         assert server.stop() == 0
-    assert len(exchanges) == 18
+    assert len(exchanges) == 24
     statuses_seen = {e.status for e in exchanges}
     assert {200, 400, 404, 405, 415} <= statuses_seen
     document = openapi_document(["--project", str(PROJECT)])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import apsw
 import apsw.ext
 
+from svc.rules import patterns
 from svc.compiler.sql.schema import (
     MigrationFile, MigrationProblem, Prepared, ResultColumn, SqlProblem,
 )
@@ -27,6 +28,9 @@ class SqliteSchema:
     def __init__(self) -> None:
         self.db = apsw.Connection(":memory:")
         self.db.execute("PRAGMA foreign_keys = ON")
+        # as the runtime gives every connection (svc.runtime.db.regexp): so `x REGEXP ?1`
+        # prepares, and a migration's CHECK or seed row using it runs
+        self.db.create_scalar_function("regexp", _regexp, 2, deterministic=True)
         self.level = f"prepared in an in-memory SQLite {apsw.sqlite_lib_version()} database"
         self._not_null: dict[str, dict[str, bool]] = {}
 
@@ -63,8 +67,11 @@ class SqliteSchema:
 
     def _table_not_null(self, table: str) -> dict[str, bool]:
         """Per column of `table`: whether it can never be NULL (NOT NULL, or the INTEGER
-        PRIMARY KEY that is the rowid)."""
+        PRIMARY KEY that is the rowid). Nothing for a table-valued function (`json_each`):
+        its columns declare nothing, so whether they hold NULL is unknown."""
         found = self._not_null.get(table)
+        if found is None and table not in self.tables():
+            found = self._not_null[table] = {}
         if found is None:
             rows = self.db.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()
             found = {str(name): bool(notnull) or (pk == 1 and str(decl or "").upper() == "INTEGER")
@@ -111,6 +118,13 @@ def split_statements(text: str) -> list[tuple[int, str]]:
     if text[start:].strip():
         found.append((start, text[start:]))
     return found
+
+
+def _regexp(pattern: str | None, text: str | None) -> int | None:
+    """SQLite's `regexp(pattern, text)`: RE2's match anywhere (the runtime's semantics)."""
+    if pattern is None or text is None:
+        return None
+    return int(patterns.compiled(pattern).search(text) is not None)
 
 
 def _words(exc: apsw.Error) -> str:
