@@ -94,6 +94,8 @@ def for_dialect(sql: str, dialect: str, kinds: tuple[str | None, ...]) -> Dialec
             return text
         return placeholder
 
+    if dialect == "sqlite" and not lists:
+        return DialectText(sql, ())  # sent as written
     if dialect == "sqlite":
         text = scan(sql, recorded(lambda n: f"?{n}"), lists,
                     in_list=recorded(sqlite_list_placeholder))[0]
