@@ -48,10 +48,7 @@ def scan(sql: str, placeholder: Callable[[int], str] | None = None,
             i = end
             continue
         if c == "?":
-            j = i + 1
-            while j < n and sql[j].isdigit():
-                j += 1
-            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
+            number, j = read_placeholder(sql, i, highest)
             highest = max(highest, number)
             alone = number in lists and in_parentheses(sql, i, j)
             if number in lists and not misplaced and not alone:
@@ -152,10 +149,7 @@ def _regexps(sql: str) -> list[tuple[int, int, int]]:
             continue
         c = sql[i]
         if c == "?":
-            j = i + 1
-            while j < n and sql[j].isdigit():
-                j += 1
-            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
+            number, j = read_placeholder(sql, i, highest)
             highest = max(highest, number)
             if i in pattern_at:
                 start, stop, _ = found[pattern_at[i]]
@@ -191,6 +185,15 @@ def _not_before(sql: str, i: int) -> int:
     return i
 
 
+def read_placeholder(sql: str, i: int, highest: int) -> tuple[int, int]:
+    """(the number, the end) of the placeholder `?` or `?n` at `i`: a bare `?` is numbered one
+    past `highest`, the highest number before it, as SQLite numbers it."""
+    j = i + 1
+    while j < len(sql) and sql[j].isdigit():
+        j += 1
+    return (int(sql[i + 1:j]) if j > i + 1 else highest + 1), j
+
+
 def placeholders(sql: str) -> list[tuple[int, int, int]]:
     """(number, start, end) of each placeholder of the text, in order, numbered as `scan`
     numbers them (what the SQL checker compares with a call's arguments)."""
@@ -203,10 +206,7 @@ def placeholders(sql: str) -> list[tuple[int, int, int]]:
             i = end
             continue
         if sql[i] == "?":
-            j = i + 1
-            while j < n and sql[j].isdigit():
-                j += 1
-            number = int(sql[i + 1:j]) if j > i + 1 else highest + 1
+            number, j = read_placeholder(sql, i, highest)
             highest = max(highest, number)
             found.append((number, i, j))
             i = j
