@@ -120,9 +120,10 @@ def split_statements(text: str) -> list[tuple[int, str]]:
     return found
 
 
-def _regexp(pattern: str | None, text: str | None) -> int | None:
+def _regexp(*args: object) -> int | None:
     """SQLite's `regexp(pattern, text)`: RE2's match anywhere (the runtime's semantics)."""
-    if pattern is None or text is None:
+    pattern, text = args
+    if not isinstance(pattern, str) or not isinstance(text, str):
         return None
     return int(patterns.compiled(pattern).search(text) is not None)
 
