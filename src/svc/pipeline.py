@@ -19,6 +19,7 @@ import builtins
 import os
 import types
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from svc.compiler.check import checker, config_class
 from svc.compiler.codegen import generator as codegen
@@ -29,13 +30,15 @@ from svc.compiler.program import CheckedProgram
 from svc.compiler.check.guards import build_guard_table
 from svc.compiler.check.routes import build_routes
 from svc.compiler.source import SourceFile, Span
-from svc.compiler.sql.check_sql import SqlReport, check_sql, migrate_calls
-from svc.compiler.sql.migration_files import read_migrations
-from svc.compiler.sql.schemas import Schemas
+from svc.compiler.sql.migration_files import migrate_calls, read_migrations
+from svc.compiler.sql.statements import SqlReport
 from svc.compiler.svctypes import UNIT, Type
 from svc.project import (Project, config_key_position, config_path, guard_limit_position,
                          load_project, migrations_key_position)
 from svc.rules.traffic import guard_limit_problem
+
+if TYPE_CHECKING:  # imported when a program declares migrations (_check_sql)
+    from svc.compiler.sql.schemas import Schemas
 
 #: (the .svc file's path, its code object), one per file, in load order (entry last).
 CodeList = list[tuple[str, types.CodeType]]
@@ -123,16 +126,25 @@ def check(target: Target, overlay: Overlay | None = None,
     report = SqlReport()
     if not diagnostics:
         diagnostics = migrate_calls(program)
-    if not diagnostics and sql:
-        if schemas is None:
-            with Schemas(postgres="syntax") as own:
-                report = check_sql(program, program.migrations, own, sources)
-        else:
-            report = check_sql(program, program.migrations, schemas, sources)
+    if not diagnostics and sql and program.migrations:
+        report = _check_sql(program, sources, schemas)
         diagnostics = sorted(report.diagnostics, key=Diagnostic.sort_key)
     if diagnostics:
         return Failed(diagnostics, sources, program)
     return Checked(program, sources, project_dir, report)
+
+
+def _check_sql(program: CheckedProgram, sources: dict[str, SourceFile],
+               schemas: Schemas | None) -> SqlReport:
+    """The SQL check (imported only for a program that declares migrations: it brings APSW and
+    PostgreSQL's libraries)."""
+    from svc.compiler.sql.check_sql import check_sql
+    from svc.compiler.sql.schemas import Schemas
+
+    if schemas is not None:
+        return check_sql(program, program.migrations, schemas, sources)
+    with Schemas(postgres="syntax") as own:
+        return check_sql(program, program.migrations, own, sources)
 
 
 def _read_migrations(program: CheckedProgram, project: Project,

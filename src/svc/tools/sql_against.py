@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 from svc import pipeline
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile
-from svc.compiler.sql.check_sql import SqlReport, check_sql
+from svc.compiler.sql.check_sql import check_sql
+from svc.compiler.sql.statements import SqlReport
 from svc.compiler.sql.schema import MigrationFile
 from svc.compiler.sql.schemas import Schemas
 

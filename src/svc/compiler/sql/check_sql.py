@@ -19,11 +19,9 @@ SQL argument. A program that declares no migrations is not checked (there is no 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from svc.compiler.check.context import suggest
 from svc.compiler.diagnostics import Diagnostic
-from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram
 from svc.compiler.source import SourceFile, Span
 from svc.compiler.sql import column_types
@@ -32,23 +30,10 @@ from svc.compiler.sql.schema import (
     MigrationFile, MigrationProblem, Prepared, ResultColumn, Schema, SqlProblem,
 )
 from svc.compiler.sql.schemas import Schemas
-from svc.compiler.sql.statements import SqlUse, sql_uses
+from svc.compiler.sql.statements import SqlReport, SqlUse, sql_uses
 from svc.compiler.svctypes import UNKNOWN, ClassRef, Opt, Type, format_type
 from svc.rules.sql_params import NOT_VALUES
 from svc.rules.sql_text import placeholders, statement_count
-
-
-@dataclass
-class SqlReport:
-    """What the check found: its diagnostics, the calls whose SQL is built at run time, how
-    many statements it checked, and how each dialect was checked."""
-
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    unchecked: list[SqlUse] = field(default_factory=list)
-    checked: int = 0
-    levels: dict[str, str] = field(default_factory=dict)
-    #: (place, words) of each diagnostic: a constant's mistake is reported once, not per call
-    reported: set[tuple[Span, str]] = field(default_factory=set, repr=False)
 
 
 def check_sql(program: CheckedProgram, migrations: dict[str, list[MigrationFile]],
@@ -74,30 +59,6 @@ def check_sql(program: CheckedProgram, migrations: dict[str, list[MigrationFile]
         _Checker(use, program, sources, report).run(
             {d: s for d, s in opened.items() if d in use.dialects})
     return report
-
-
-def migrate_calls(program: CheckedProgram) -> list[Diagnostic]:
-    """Each `db_migrate` call against the declaration: `db_migrate(db)` applies what svc.toml
-    declares, so it needs a `[migrations]` table; a program that has one applies it whole,
-    never a list of its own (the checked schema must be the applied one)."""
-    found = []
-    for node in (n for module in program.modules for item in module.items
-                 for n in syntax.walk(item)):
-        if not (isinstance(node, syntax.Call) and node.call_kind == "builtin"
-                and node.target == "db_migrate"):
-            continue
-        if len(node.args) == 1 and not program.migrations:
-            found.append(Diagnostic(
-                "db_migrate(db) applies the migrations svc.toml declares, and this program "
-                "declares none: add a [migrations] table to svc.toml (sqlite = "
-                "\"migrations/sqlite\", a folder of .sql files), or pass the steps: "
-                "db_migrate(db, steps)", node.span))
-        elif len(node.args) == 2 and program.migrations:
-            found.append(Diagnostic(
-                "this program declares its migrations in svc.toml [migrations], so "
-                "db_migrate takes no steps: write db_migrate(db) (it applies the declared "
-                "files, the schema its SQL is checked against)", node.args[1].span))
-    return found
 
 
 def _migration_diagnostic(problem: MigrationProblem, sources: dict[str, SourceFile]

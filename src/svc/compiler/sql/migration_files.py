@@ -15,6 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 
+from svc.compiler.diagnostics import Diagnostic
+from svc.compiler.front import syntax
+from svc.compiler.program import CheckedProgram
 from svc.compiler.sql.schema import MigrationFile
 
 #: The dialects a program can declare migrations for.
@@ -60,3 +63,27 @@ def migrations_hash(steps: list[MigrationFile]) -> str:
     for step in steps:
         digest.update(hashlib.sha256(step.text.encode("utf-8")).digest())
     return digest.hexdigest()
+
+
+def migrate_calls(program: CheckedProgram) -> list[Diagnostic]:
+    """Each `db_migrate` call against the declaration: `db_migrate(db)` applies what svc.toml
+    declares, so it needs a `[migrations]` table; a program that has one applies it whole,
+    never a list of its own (the checked schema must be the applied one)."""
+    found = []
+    for node in (n for module in program.modules for item in module.items
+                 for n in syntax.walk(item)):
+        if not (isinstance(node, syntax.Call) and node.call_kind == "builtin"
+                and node.target == "db_migrate"):
+            continue
+        if len(node.args) == 1 and not program.migrations:
+            found.append(Diagnostic(
+                "db_migrate(db) applies the migrations svc.toml declares, and this program "
+                "declares none: add a [migrations] table to svc.toml (sqlite = "
+                "\"migrations/sqlite\", a folder of .sql files), or pass the steps: "
+                "db_migrate(db, steps)", node.span))
+        elif len(node.args) == 2 and program.migrations:
+            found.append(Diagnostic(
+                "this program declares its migrations in svc.toml [migrations], so "
+                "db_migrate takes no steps: write db_migrate(db) (it applies the declared "
+                "files, the schema its SQL is checked against)", node.args[1].span))
+    return found

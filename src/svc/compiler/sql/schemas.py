@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from svc.compiler.sql.migration_files import migrations_hash
 from svc.compiler.sql.schema import MigrationFile, MigrationProblem, Schema
-from svc.compiler.sql.sqlite_schema import open_sqlite_schema
 
 
 @dataclass
@@ -38,7 +37,10 @@ class Schemas:
         return found
 
     def _make(self, dialect: str, steps: list[MigrationFile]) -> Schema | MigrationProblem:
+        # imported here: a program without migrations (most commands' runs) never needs them
         if dialect == "sqlite":
+            from svc.compiler.sql.sqlite_schema import open_sqlite_schema
+
             return open_sqlite_schema(steps)
         from svc.compiler.sql.postgres_schema import open_postgres_schema
 

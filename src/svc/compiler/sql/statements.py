@@ -18,10 +18,11 @@ the SQL can be shown at its place in the `.svc` file (`SqlText.span_at`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram
+from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
 from svc.compiler.svctypes import Type
 
@@ -96,6 +97,19 @@ class SqlUse:
     @property
     def sql_span(self) -> Span:
         return self.call.args[1].span if len(self.call.args) > 1 else self.call.span
+
+
+@dataclass
+class SqlReport:
+    """What the check found: its diagnostics, the calls whose SQL is built at run time, how
+    many statements it checked, and how each dialect was checked."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    unchecked: list[SqlUse] = field(default_factory=list)
+    checked: int = 0
+    levels: dict[str, str] = field(default_factory=dict)
+    #: (place, words) of each diagnostic: a constant's mistake is reported once, not per call
+    reported: set[tuple[Span, str]] = field(default_factory=set, repr=False)
 
 
 def sql_uses(program: CheckedProgram) -> list[SqlUse]:
