@@ -32,6 +32,9 @@ def _ids(chosen):
 
 TESTING = [s for s in SAMPLES if s.tested_program is not None]  # test files
 GOOD = [s for s in SAMPLES if not s.wants_error and s.tested_program is None]
+# Run and served samples are checked by `svcc run`, which compiles first (a diagnostic fails
+# their test): only the others are checked on their own.
+CHECKED_ONLY = [s for s in GOOD if s.output is None and not s.requests]
 BAD = [s for s in SAMPLES if s.wants_error]
 PRINTING = [s for s in SAMPLES if s.output is not None and s.tested_program is None]
 SERVING = [s for s in SAMPLES if s.requests]
@@ -45,7 +48,7 @@ def test_the_reference_has_checked_samples_of_every_kind():
     assert all(s.error is not None for s in BAD), "an error sample needs its ```text block"
 
 
-@pytest.mark.parametrize("sample", GOOD, ids=_ids(GOOD))
+@pytest.mark.parametrize("sample", CHECKED_ONLY, ids=_ids(CHECKED_ONLY))
 def test_sample_checks(tmp_path, sample):
     result = check(tmp_path, sample)
     assert result.returncode == 0, result.stderr

@@ -89,7 +89,7 @@ def test_good_edits_are_served_a_broken_one_keeps_the_old_server(hello):
         children = _children(server.process.pid)
         assert len(children) == 1  # exactly one server at a time
         server.process.send_signal(signal.SIGINT)
-        assert server.process.wait(timeout=15) == 0
+        assert server.process.wait(timeout=30) == 0
         deadline = time.monotonic() + 5
         while any(_alive(p) for p in children) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -115,7 +115,7 @@ def test_an_included_file_is_watched(tmp_path):
         _save(tmp_path / "page.html", "<h1>second</h1>")
         assert "second" in _served(server, "/", "second")
         server.process.send_signal(signal.SIGINT)
-        assert server.process.wait(timeout=15) == 0
+        assert server.process.wait(timeout=30) == 0
     finally:
         server.stop()
 
@@ -138,7 +138,7 @@ def test_a_program_that_does_not_check_waits_for_a_fix(hello):
         _save(hello, original)
         assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
         process.send_signal(signal.SIGINT)
-        process.communicate(timeout=15)
+        process.communicate(timeout=30)
         assert process.returncode == 0
     finally:
         if process.poll() is None:
@@ -202,7 +202,7 @@ def test_svc_toml_is_watched(tmp_path):
         children = _children(server.process.pid)
         assert len(children) == 1  # exactly one server at a time
         server.process.send_signal(signal.SIGINT)
-        assert server.process.wait(timeout=15) == 0
+        assert server.process.wait(timeout=30) == 0
     finally:
         server.stop()
 
@@ -237,7 +237,7 @@ def test_a_version_that_fails_at_start_is_reported_and_leaves_no_defunct_child(h
         _save(hello, hello.read_text().replace("hello, visitor", "back, visitor"))
         assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
         process.send_signal(signal.SIGINT)
-        _, rest = process.communicate(timeout=15)
+        _, rest = process.communicate(timeout=30)
         assert process.returncode == 0
         assert "waiting for changes" not in rest  # a server stopped by the watch is not reported
     finally:
