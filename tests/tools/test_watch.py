@@ -245,3 +245,23 @@ def test_a_version_that_fails_at_start_is_reported_and_leaves_no_defunct_child(h
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_ctrl_c_stops_the_watch_even_when_it_was_started_ignoring_sigint(hello):
+    """A shell script's `cmd &` starts cmd with SIGINT ignored, and Python keeps ignoring it:
+    the watch must stop on SIGINT anyway, as the server does (it hung: a CI run started in
+    the background saw every watch test time out)."""
+    port = free_port()
+    process = subprocess.Popen(svcc() + ["run", "--watch", str(hello)], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "SVC_PORT": str(port)},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=30)
+        assert process.returncode == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()

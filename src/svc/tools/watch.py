@@ -142,8 +142,13 @@ def exit_text(status: int) -> str:
 
 
 def watch_and_serve(target: pipeline.Target) -> int:
-    """`svcc run --watch`: serve until Ctrl+C (or SIGTERM), then stop the server; exit 0."""
+    """`svcc run --watch`: serve until Ctrl+C (or SIGTERM), then stop the server; exit 0.
+
+    Ctrl+C is Python's KeyboardInterrupt, set here even when the watch was started with SIGINT
+    ignored (a shell script's `&` does that, and the ignoring is inherited): the server
+    itself stops on SIGINT however it was started, and so does the watch."""
     watcher = Watcher(target)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with on_sigterm(lambda *_: watcher.stop.set()):
             return watcher.run()
