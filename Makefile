@@ -30,8 +30,13 @@ run: native
 # 2 cores busy; `make test TEST_WORKERS=0` runs them in this process.
 TEST_WORKERS ?= 4
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
-test: $(TEST_STAMP) native browser postgres typecheck
-	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+# mypy (typecheck) runs beside the first pass, whose workers mostly wait on subprocesses and
+# sockets, and its failure fails the target as a test's would.
+test: $(TEST_STAMP) native browser postgres
+	@$(BIN)/mypy & typecheck=$$!; \
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); status=$$?; \
+	wait $$typecheck || { echo "error: mypy found type errors (above)" >&2; status=1; }; \
+	exit $$status
 	SVC_NATIVE=0 $(BIN)/python -m pytest $(XDIST) -q -m 'compiled_path and not build and not ui' $(PYTEST_ARGS)
 
 # All of src/svc type-checked with mypy (the settings are pyproject.toml's [tool.mypy]).
