@@ -7,7 +7,8 @@ whose `.sql` files, in the order of their names, are the steps.
 
 Declared, not computed: the compiler reads the files, checks the program's SQL against the
 schema they build, and embeds their texts, so `db_migrate(db)` applies exactly what was
-checked (and a built executable carries them).
+checked (and a built executable carries them). `migrate_calls` holds each `db_migrate` call to
+the declaration (no list in a declaring program, no `db_migrate(db)` without one).
 """
 
 from __future__ import annotations

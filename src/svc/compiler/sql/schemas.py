@@ -2,12 +2,13 @@
 migrations, and closed in one place (`close`).
 
 A command makes one `Schemas`, checks, and closes it; the language server keeps one for its
-whole life, so a PostgreSQL cluster it started serves every keystroke's check and stops when
-the editor does. How PostgreSQL is checked is the session's choice (`postgres`):
+whole life, so each keystroke's check reuses the schemas the last one built. How PostgreSQL
+is checked is the session's choice (`postgres`):
 
 - "prepare": in a private cluster (or `database_url`), the full check (`svcc check`);
-- "syntax": PostgreSQL's parser only (`svcc run`, `build` and `test`, which must start fast
-  and already check the SQLite side fully).
+- "syntax": PostgreSQL's parser only (`svcc run`, `build`, `test` and the language server,
+  which must answer fast, check the SQLite side fully, and must not hold the private
+  cluster's lock for an editor's whole session).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ A call under `if db_dialect(db) == "postgresql":` runs on that dialect only, and
 on those dialects alone.
 
 Each piece of a known text remembers the literal it came from, so a problem at an offset of
-the SQL can be shown at its place in the `.svc` file (`SqlText.span_at`).
+the SQL can be shown at its place in the `.svc` file (`SqlText.span_at`). `SqlReport` is what
+a check of them found (check_sql.py fills it; the pipeline and `svcc check` read it).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
+from svc.compiler.sql.migration_files import DIALECTS
 from svc.compiler.svctypes import Type
 
 #: The builtins whose second argument is SQL, and what each does with a result row.
 SQL_BUILTINS = {"db_exec": "exec", "db_all": "all", "db_one": "one"}
-DIALECTS = ("sqlite", "postgresql")
 
 
 @dataclass(frozen=True)
