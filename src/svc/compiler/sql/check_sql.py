@@ -37,9 +37,9 @@ from svc.rules.sql_text import placeholders, statement_count
 
 
 def check_sql(program: CheckedProgram, migrations: dict[str, list[MigrationFile]],
-              schemas: Schemas, sources: dict[str, SourceFile],
-              uses: list[SqlUse] | None = None) -> SqlReport:
-    """Check the program's SQL (or `uses`, another program's) against the migrations."""
+              schemas: Schemas, sources: dict[str, SourceFile]) -> SqlReport:
+    """Check the program's SQL against the migrations (its own, or another version's:
+    `svcc check --against`)."""
     report = SqlReport()
     if not migrations:
         return report
@@ -51,7 +51,7 @@ def check_sql(program: CheckedProgram, migrations: dict[str, list[MigrationFile]
             continue
         opened[dialect] = schema
         report.levels[dialect] = schema.level
-    for use in sql_uses(program) if uses is None else uses:
+    for use in sql_uses(program):
         if use.sql is None:
             report.unchecked.append(use)
             continue
