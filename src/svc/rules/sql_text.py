@@ -138,36 +138,23 @@ def _regexps(sql: str) -> list[tuple[int, int, int]]:
     """(start, end, pattern placeholder or 0) of each REGEXP operator, from its NOT if any."""
     if "regexp" not in sql.lower():
         return []
+    numbers = {start: number for number, start, _end in placeholders(sql)}
     found: list[tuple[int, int, int]] = []
-    pattern_at: dict[int, int] = {}  # where a placeholder right after REGEXP starts → index
-    highest = 0
     i, n = 0, len(sql)
     while i < n:
         end = skip_quoted(sql, i)
         if end is not None:
             i = end
             continue
-        c = sql[i]
-        if c == "?":
-            number, j = read_placeholder(sql, i, highest)
-            highest = max(highest, number)
-            if i in pattern_at:
-                start, stop, _ = found[pattern_at[i]]
-                found[pattern_at[i]] = (start, stop, number)
-            i = j
-            continue
-        if c.isalpha() or c == "_":
+        if sql[i].isalpha() or sql[i] == "_":
             j = i
             while j < n and (sql[j].isalnum() or sql[j] in "_$"):
                 j += 1
             if sql[i:j].upper() == "REGEXP":
-                start = _not_before(sql, i)
                 after = j
                 while after < n and sql[after].isspace():
                     after += 1
-                if after < n and sql[after] == "?":
-                    pattern_at[after] = len(found)
-                found.append((start, j, 0))
+                found.append((_not_before(sql, i), j, numbers.get(after, 0)))
             i = j
             continue
         i += 1

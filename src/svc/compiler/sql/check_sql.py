@@ -120,9 +120,10 @@ class _Checker:
                 self.error(f"{NOT_VALUES}; ?{number} is a {shown}",
                            self.use.call.args[number + 1].span)
                 found = True
-        if statement_count(self.sql) > 1:
+        statements = statement_count(self.sql)
+        if statements > 1:
             self.error(f"one statement per call: this SQL of {self.use.builtin} holds "
-                       f"{statement_count(self.sql)} statements (several belong in a migration)",
+                       f"{statements} statements (several belong in a migration)",
                        self.use.sql_span)
             found = True
         given = len(self.use.arg_types)

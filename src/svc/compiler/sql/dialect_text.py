@@ -111,10 +111,10 @@ def _postgres_placeholders(sql: str, kinds: tuple[str | None, ...], lists: froze
                            ) -> tuple[Callable[[int], str], Callable[[int], str]]:
     """PostgreSQL's placeholder writers (elsewhere, alone in IN): a `None` is `NULL` and not
     sent, the others renumbered; a List used both ways is sent twice (its JSON text again)."""
-    in_list = {n for n, start, end in placeholders(sql) if n in lists
-               and in_parentheses(sql, start, end)}
-    elsewhere = {n for n, start, end in placeholders(sql) if n in lists
-                 and not in_parentheses(sql, start, end)}
+    spots = [(n, in_parentheses(sql, start, end)) for n, start, end in placeholders(sql)
+             if n in lists]
+    in_list = {n for n, alone in spots if alone}
+    elsewhere = {n for n, alone in spots if not alone}
     sent = [i for i, kind in enumerate(kinds) if kind != "null"]
     number = {i + 1: n + 1 for n, i in enumerate(sent)}
     extra = {n: len(sent) + k + 1 for k, n in enumerate(sorted(in_list & elsewhere))}
