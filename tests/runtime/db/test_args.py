@@ -10,7 +10,6 @@ import asyncio
 import json
 import math
 
-import pytest
 
 from svc.runtime.db import (BoolList, FloatList, IntList, Json, JsonList, TextList, close_all,
                             db_all, db_begin, db_commit, db_dialect, db_exec, db_one, db_open,
@@ -24,13 +23,6 @@ Whole = svc_class("Whole", ("id", "i64", False))
 
 TYPES = {"sqlite": {"int": "INTEGER", "float": "REAL", "bool": "INTEGER"},
          "postgresql": {"int": "BIGINT", "float": "DOUBLE PRECISION", "bool": "BOOLEAN"}}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "arguments.sqlite")
-    return request.getfixturevalue("postgres_cluster").create_database()
 
 
 def run(url: str, body, rows: int = 5):

@@ -37,13 +37,6 @@ Named = svc_class("Named", ("name", "str", False))
 Price = svc_class("Price", ("price", "f64", False))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "suite.sqlite")
-    return request.getfixturevalue("postgres_cluster").create_database()
-
-
 def run(url: str, body):
     """Open `url`, make the items table in its dialect, run `body(db, dialect)`, close."""
     async def main():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 
 from svc.rules import patterns
 from svc.runtime.db import close_all, db_all, db_begin, db_commit, db_exec, db_one, db_open
@@ -16,13 +15,6 @@ from svc.runtime.lib.support import SvcError
 
 NAMES = ("db_all[str?]", "str", True)
 COUNT = ("db_one[i64]", "i64", True)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "regexp.sqlite")
-    return request.getfixturevalue("postgres_cluster").create_database()
 
 
 def run(url: str, body):
