@@ -1,7 +1,8 @@
 """The pipeline: the one path from a program's files to code objects, for every command.
 
     read svc.toml (a project) ─ imports: read and parse each file ─ check ─ routes
-      ─ SQL against the declared migrations ─ generate (Python AST) ─ compile()
+      ─ SQL against the declared migrations ─ effects (the routes run again after a
+      clash) ─ generate (Python AST) ─ compile()
       ─▶ one code object per .svc file
 
 `check(target)` runs the steps up to the SQL check (what `svcc check` and a language server
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from svc.compiler.check import checker, config_class
 from svc.compiler.codegen import generator as codegen
+from svc.compiler.effects.retries import mark_retried
 from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.imports import Overlay, load_modules, read_source
@@ -131,6 +133,7 @@ def check(target: Target, overlay: Overlay | None = None,
         diagnostics = sorted(report.diagnostics, key=Diagnostic.sort_key)
     if diagnostics:
         return Failed(diagnostics, sources, program)
+    mark_retried(program)
     return Checked(program, sources, project_dir, report)
 
 

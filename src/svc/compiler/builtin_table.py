@@ -143,12 +143,16 @@ class Builtin:
     errors: frozenset[str] = frozenset()  # the kinds of the errors it can make
     test_only: bool = False  # callable in *_test.svc files only (`test_request`)
     fewest: int | None = None  # the fewest arguments, when the last params may be left out
+    # What a call does outside the database that running the handler again would repeat
+    # (compiler/effects: a route whose calls have none is retried after a clash); "" for
+    # none. db_exec/db_all/db_one/enqueue given a Db, and db_begin, are judged there.
+    effect: str = ""
 
 
 def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lowering | str,
        summary: str, *, errors: frozenset[str] = frozenset(), variadic: ParamSpec | None = None,
        type_param: str | None = None, call_site: bool = False, tx_scope: bool = False,
-       test_only: bool = False, fewest: int | None = None) -> tuple[str, Builtin]:
+       test_only: bool = False, fewest: int | None = None, effect: str = "") -> tuple[str, Builtin]:
     """A record from its signature (which gives the name and whether it is async) and the
     rest; a lowering written "module.function" is a call of that runtime function."""
     name = signature.removeprefix("async ").split("(")[0].split("[")[0]
@@ -157,13 +161,13 @@ def _b(signature: str, params: tuple, returns: Union[Type, str], lowering: Lower
         lowering = RuntimeCall(module, function, call_site, tx_scope)
     return name, Builtin(name, signature, summary, params, returns, lowering,
                          signature.startswith("async "), variadic, type_param, errors, test_only,
-                         fewest)
+                         fewest, effect)
 
 
 BUILTINS: dict[str, Builtin] = dict([
     # general
     _b("print(text: str)", (STR,), UNIT, "lib.support.print_",
-       "Writes the text and a newline to standard output."),
+       "Writes the text and a newline to standard output.", effect="writes to standard output"),
     _b("len(x) -> i64", (SIZED,), I64, "lib.support.len_",
        "The length of a str (in UTF-8 bytes), bytes, view[bytes], List or Map (its keys)."),
     _b("append(xs: List[T], value: T)", (LIST, ELEMENT), UNIT, LIST_APPEND,
@@ -347,28 +351,31 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async test_request(db: Db, method: str, path: str, headers: Headers, body: str) -> "
        "Response[str]", (DB, STR, STR, HEADERS, STR), ResponseOf(STR), WITH_ROUTES,
        "The program's answer to an HTTP request, made in process through the real server path "
-       "(test files only).", test_only=True),
+       "(test files only).", test_only=True, effect="sends a test request (tests only)"),
     # calling other services (runtime/lib/outbound.py, on aiohttp's client)
     _b("async http_get(url: str, headers: Headers) -> Result[Response[str], Error]",
        (STR, HEADERS), ResultOf(ResponseOf(STR)), "lib.outbound.http_get",
        "Sends a GET request to url (http:// or https://) with the header fields; the answer "
        "whatever its status (redirects not followed), or a timeout or bad_gateway error.",
-       errors=OUTBOUND_ERRORS),
+       errors=OUTBOUND_ERRORS, effect="calls another service"),
     _b("async http_send(method: str, url: str, headers: Headers, body: str) -> "
        "Result[Response[str], Error]", (STR, STR, HEADERS, STR), ResultOf(ResponseOf(STR)),
        "lib.outbound.http_send",
        "Sends a request (GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS) with the header "
        "fields and body to url; the answer whatever its status, or a timeout or bad_gateway "
-       "error.", errors=OUTBOUND_ERRORS),
+       "error.", errors=OUTBOUND_ERRORS, effect="calls another service"),
     _b("http_stub(method: str, url: str, answer: Response[str])", (STR, STR, ResponseOf(STR)),
        UNIT, "lib.outbound.http_stub",
        "Answers the test's later calls of method on exactly url with answer, without a "
-       "connection (test files only).", test_only=True),
+       "connection (test files only).", test_only=True,
+       effect="changes the outbound stubs (tests only)"),
     # tests (`svcc test`)
     _b("assert_true(condition: bool)", (BOOL,), UNIT, "lib.assertions.assert_true",
-       "Fails the running test when condition is False.", call_site=True),
+       "Fails the running test when condition is False.", call_site=True,
+       effect="asserts (tests only)"),
     _b("assert_eq(left: T, right: T)", (ANY, SAME_AS_FIRST), UNIT, "lib.assertions.assert_eq",
-       "Fails the running test when the two values differ, showing both.", call_site=True),
+       "Fails the running test when the two values differ, showing both.", call_site=True,
+       effect="asserts (tests only)"),
     # HTML
     _b("html(text: str) -> Html", (STR,), HTML, "lib.support.html", "Text to answer as an HTML page."),
     _b("include_text(file) -> str", (LITERAL_PATH,), STR, EMBEDDED_TEXT,
@@ -408,7 +415,7 @@ BUILTINS: dict[str, Builtin] = dict([
        ResultOf(I64), MIGRATE, "Applies the steps not yet applied, in order, each in a "
        "transaction; how many it applied. db_migrate(db), without steps, applies the "
        "migrations svc.toml's [migrations] declares for db's database.",
-       errors=DATABASE_ERRORS, fewest=1),
+       errors=DATABASE_ERRORS, fewest=1, effect="changes the database's schema"),
     # durable jobs (runtime/background/jobs.py)
     _b("async enqueue(db: Db, job: str, payload: C) -> Result[i64, Error]",
        (DB_OR_TX, LITERAL_JOB, JOB_PAYLOAD), ResultOf(I64), ENQUEUE_JOB,
@@ -417,34 +424,41 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async run_jobs(db: Db) -> Result[i64, Error]", (DB,), ResultOf(I64), WITH_ROUTES,
        "Runs, one at a time, every job due now (and those they enqueue) until none is due, as "
        "the server would; how many runs it made (test files only).", errors=DATABASE_ERRORS,
-       test_only=True),
+       test_only=True, effect="runs jobs"),
     # server
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),
        WITH_ROUTES, "Serves the program's routes over HTTP on 127.0.0.1:port until stopped.",
-       errors=INVALID),
+       errors=INVALID, effect="serves"),
     # logs (runtime/observability/serverlog.py): one line on stderr, with the request id inside a request
     _b("log_info(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
        "observability.serverlog.log_info", "Writes one log line at level info: the message, the fields and, "
-       "inside a request, its request id (text or JSON, as SVC_LOG_FORMAT says)."),
+       "inside a request, its request id (text or JSON, as SVC_LOG_FORMAT says).",
+       effect="writes a log line"),
     _b("log_warn(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
        "observability.serverlog.log_warn", "Writes one log line at level warn: the message, the fields and, "
-       "inside a request, its request id."),
+       "inside a request, its request id.", effect="writes a log line"),
     _b("log_error(message: str, fields: Map[str, str])", (STR, MapOf(STR)), UNIT,
        "observability.serverlog.log_error", "Writes one log line at level error: the message, the fields "
-       "and, inside a request, its request id."),
+       "and, inside a request, its request id.", effect="writes a log line"),
     # runtime test functions (runtime/lib/concurrency.py)
     _b("async task_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "lib.concurrency.task_demo", "A runtime self-test (tasks).", errors=DEMO_ERRORS),
+       "lib.concurrency.task_demo", "A runtime self-test (tasks).", errors=DEMO_ERRORS,
+       effect="runs a runtime self-test"),
     _b("async scope_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "lib.concurrency.scope_demo", "A runtime self-test (task scopes).", errors=DEMO_ERRORS),
+       "lib.concurrency.scope_demo", "A runtime self-test (task scopes).", errors=DEMO_ERRORS,
+       effect="runs a runtime self-test"),
     _b("async actor_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "lib.concurrency.actor_demo", "A runtime self-test (actors).", errors=DEMO_ERRORS),
+       "lib.concurrency.actor_demo", "A runtime self-test (actors).", errors=DEMO_ERRORS,
+       effect="runs a runtime self-test"),
     _b("async actor_pair_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "lib.concurrency.actor_pair_demo", "A runtime self-test (two actors).", errors=DEMO_ERRORS),
+       "lib.concurrency.actor_pair_demo", "A runtime self-test (two actors).", errors=DEMO_ERRORS,
+       effect="runs a runtime self-test"),
     _b("async supervisor_demo() -> Result[i64, Error]", (), ResultOf(I64),
-       "lib.concurrency.supervisor_demo", "A runtime self-test (supervisors).", errors=DEMO_ERRORS),
+       "lib.concurrency.supervisor_demo", "A runtime self-test (supervisors).", errors=DEMO_ERRORS,
+       effect="runs a runtime self-test"),
     _b("async queue_demo(n: i64) -> Result[i64, Error]", (I64,), ResultOf(I64),
-       "lib.concurrency.queue_demo", "A runtime self-test (queues).", errors=DEMO_ERRORS),
+       "lib.concurrency.queue_demo", "A runtime self-test (queues).", errors=DEMO_ERRORS,
+       effect="runs a runtime self-test"),
 ])
 
 #: `range(n)` / `range(a, b)` is only legal as the iterable of a `for` loop, where the checker

@@ -94,6 +94,11 @@ class RouteInfo:
     # from: a name of `params`, or the index of the guard whose Ok value it takes.
     guards: tuple[GuardUse, ...] = ()
     handler_args: tuple[str | int, ...] = ()
+    # Whether the runtime runs it again when its transaction clashes with another one: the
+    # effects pass proved that nothing but that transaction would be repeated (effects/),
+    # and the sentence saying so or why not ("" for a route that begins no transaction).
+    retried: bool = False
+    retry_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,8 @@ class Route:
     `handler` is a plain `def` (answered in the callback that read the request) or an
     `async def` (run eagerly, may await); the router picks how to answer it once, at start-up.
     `floats` says the result's type can hold an f64, so an inf or NaN in it is a fault (JSON
-    has neither).
+    has neither). `retried` says the compiler proved the handler safe to run again when its
+    transaction clashes with another one (svc.compiler.effects; svc.runtime.http.retries).
     """
 
     method: str
@@ -110,6 +111,7 @@ class Route:
     params: tuple[Param, ...] = ()
     result: ResultKind = ResultKind.JSON
     floats: bool = False
+    retried: bool = False
 
 
 RESPONSE_KINDS = frozenset({ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML,

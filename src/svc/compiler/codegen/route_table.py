@@ -31,7 +31,7 @@ def _route(r: RouteInfo, handler: str, type_value, contract: ContractName) -> as
     return ast.Call(func=contract("Route"), keywords=[], args=[
         ast.Constant(r.method), ast.Constant(r.path), ast.Name(id=handler, ctx=ast.Load()),
         ast.Tuple(elts=params, ctx=ast.Load()), _member(contract, "ResultKind", r.result.name),
-        ast.Constant(r.floats)])
+        ast.Constant(r.floats), ast.Constant(r.retried)])
 
 
 def _param(p: ParamInfo, type_value, contract: ContractName) -> ast.expr:

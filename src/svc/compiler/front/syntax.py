@@ -440,6 +440,35 @@ class Module:
 
 # --- walking the tree --------------------------------------------------------------------------
 
+def own_expressions(stmt: Stmt) -> list[Expr]:
+    """The expressions a statement evaluates itself (not those of its nested bodies)."""
+    if isinstance(stmt, ExprStmt):
+        return [stmt.expr]
+    if isinstance(stmt, (Assign, AugAssign, Let)):
+        return [stmt.value]
+    if isinstance(stmt, (If, While)):
+        return [stmt.test]
+    if isinstance(stmt, For):
+        return [stmt.iter]
+    if isinstance(stmt, Match):
+        return [stmt.subject]
+    if isinstance(stmt, Return):
+        return [stmt.value] if stmt.value is not None else []
+    return []
+
+
+def nested_bodies(stmt: Stmt) -> list[list[Stmt]]:
+    """The statement blocks directly inside a statement (an `if`'s body and else, a loop's
+    body, each `case`'s body)."""
+    if isinstance(stmt, If):
+        return [stmt.body, stmt.orelse]
+    if isinstance(stmt, (While, For)):
+        return [stmt.body]
+    if isinstance(stmt, Match):
+        return [case.body for case in stmt.cases]
+    return []
+
+
 def walk(root: Node) -> Iterator[Node]:
     """Every node in `root`'s tree, `root` included, each before the nodes inside it.
 

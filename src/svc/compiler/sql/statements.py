@@ -142,7 +142,7 @@ class _Walk:
              dialects: frozenset[str]) -> frozenset[str]:
         """Walk one statement; the dialects the statements after it run on (after an `if`
         on the dialect whose body returns, the others')."""
-        for node in _expressions(stmt):
+        for node in syntax.own_expressions(stmt):
             self.calls(node, known, dialects)
         if isinstance(stmt, (syntax.Assign, syntax.Let)):
             name = stmt.name if isinstance(stmt, syntax.Let) else _name(stmt.target)
@@ -216,23 +216,6 @@ class _Walk:
 
 def _name(target: syntax.Expr) -> str | None:
     return target.id if isinstance(target, syntax.Name) else None
-
-
-def _expressions(stmt: syntax.Stmt) -> list[syntax.Node]:
-    """The expressions a statement evaluates itself (not those of its nested bodies)."""
-    if isinstance(stmt, (syntax.ExprStmt,)):
-        return [stmt.expr]
-    if isinstance(stmt, (syntax.Assign, syntax.AugAssign, syntax.Let)):
-        return [stmt.value]
-    if isinstance(stmt, (syntax.If, syntax.While)):
-        return [stmt.test]
-    if isinstance(stmt, syntax.For):
-        return [stmt.iter]
-    if isinstance(stmt, syntax.Match):
-        return [stmt.subject]
-    if isinstance(stmt, syntax.Return):
-        return [stmt.value] if stmt.value is not None else []
-    return []
 
 
 def _dialect_test(test: syntax.Expr, dialects: frozenset[str]

@@ -3,7 +3,10 @@
 Both backends speak in the same kinds, so one program behaves the same on SQLite and on
 PostgreSQL: a failing statement is a `database` error naming the SQL, a database that is
 gone or a server that is stopping is `busy` (503), and so is a transaction PostgreSQL rolled
-back to break a deadlock or a serialization conflict (`rolled_back_to_retry`).
+back to break a deadlock or a serialization conflict, or because a lock it waited for was not
+released in time (`rolled_back_to_retry`, `lock_wait_ended`). Those errors, when they come
+from a transaction, are marked `retry`: the transaction left nothing behind, so the runtime may
+run a handler the compiler proved safe again (svc.runtime.http.retries).
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ def shorten(sql: str, limit: int = 200) -> str:
     return sql if len(sql) <= limit else sql[:limit] + "..."
 
 
-def statement_failed(exc: BaseException, sql: str) -> SvcError:
+def statement_failed(exc: BaseException, sql: str, in_transaction: bool = False) -> SvcError:
     """A statement the database refused: the database's reason and the SQL. A violated
-    constraint is `conflict` or `invalid` instead (constraints.py), with both in the log."""
+    constraint is `conflict` or `invalid` instead (constraints.py), with both in the log.
+    A clash inside a transaction is marked `retry` (it rolled the whole transaction back)."""
     detail = f"{exc} (in SQL: {shorten(sql)})"
     sqlstate = _sqlstate(exc)
-    if sqlstate in _RETRY_SAFE:
-        return rolled_back_to_retry(detail)
+    if sqlstate in _CLASHED:
+        return rolled_back_to_retry(detail, in_transaction)
+    if sqlstate == _LOCK_NOT_AVAILABLE:
+        return lock_wait_ended(detail, in_transaction)
     if sqlstate == _INVALID_REGULAR_EXPRESSION:
         return bad_pattern(str(exc), detail)
     category = constraints.category_of(exc)
@@ -40,7 +46,10 @@ def statement_failed(exc: BaseException, sql: str) -> SvcError:
 #: SQLSTATEs of a transaction the server rolled back because it clashed with another one:
 #: deadlock_detected and serialization_failure. Nothing of it was kept, so running it again
 #: is safe and will usually succeed.
-_RETRY_SAFE = ("40P01", "40001")
+_CLASHED = ("40P01", "40001")
+#: lock_not_available: a statement waited for a lock longer than its `lock_timeout`
+#: (svc.runtime.db.lock_waits bounds every wait inside a request's processing time).
+_LOCK_NOT_AVAILABLE = "55P03"
 
 
 #: PostgreSQL's SQLSTATE for a pattern it cannot compile (a REGEXP pattern RE2 took, svc's
@@ -61,12 +70,27 @@ def _sqlstate(exc: BaseException) -> str | None:
     return sqlstate if isinstance(sqlstate, str) else None
 
 
-def rolled_back_to_retry(detail: str) -> SvcError:
+def rolled_back_to_retry(detail: str, in_transaction: bool = False) -> SvcError:
     """`busy` (503 with Retry-After): the client may send the same request again, unlike a
     `database` error (500), which would fail the same way. The database's message, which names
     the deadlock's processes or the conflicting rows, is only logged."""
-    return SvcError("busy", "the transaction clashed with another one and was rolled back; "
-                            "retry it", detail=f"busy error: {detail}")
+    return _retryable("the transaction clashed with another one and was rolled back; retry it",
+                      detail, in_transaction)
+
+
+def lock_wait_ended(detail: str, in_transaction: bool = False) -> SvcError:
+    """`busy` (503 with Retry-After): another transaction held a row or table this statement
+    needed for longer than it could wait within its request's processing time. Not "the
+    database is unavailable": the database answered, it was the other transaction that did
+    not end in time."""
+    return _retryable("a lock held by another transaction was not released in time; retry it",
+                      detail, in_transaction)
+
+
+def _retryable(message: str, detail: str, in_transaction: bool) -> SvcError:
+    error = SvcError("busy", message, detail=f"busy error: {detail}")
+    error.retry = in_transaction
+    return error
 
 
 #: How a several-statements error begins; the builtins add the .svc line to it.

@@ -21,6 +21,7 @@ import time
 from datetime import datetime, timezone
 
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ROLLBACK, SCRIPT, Db, Tx
+from svc.runtime.db.lock_waits import WAIT_FOREVER
 from svc.runtime.db.transactions import refuse_if_held
 from svc.runtime.lib.support import SvcError
 
@@ -92,7 +93,11 @@ async def begin_locked(db: Db, pg_lock_key: int) -> Tx | SvcError:
             return tx
         await asyncio.sleep(0.05)  # SQLite: another process holds the write lock
     if db.dialect == "postgresql":
-        locked = await tx._submit(EXEC, "SELECT pg_advisory_xact_lock(?1)", (pg_lock_key,), None)
+        # as long as the other process's migration takes (lock_waits.py bounds other waits)
+        locked = await tx._submit(EXEC, WAIT_FOREVER, (), None)
+        if not isinstance(locked, SvcError):
+            locked = await tx._submit(EXEC, "SELECT pg_advisory_xact_lock(?1)", (pg_lock_key,),
+                                      None)
         if isinstance(locked, SvcError):
             await tx._end(ROLLBACK)
             return locked

@@ -12,10 +12,14 @@ the same row mapping (rows.py) and the same error kinds as SQLite. Choices made 
   is its own transaction (autocommit), as on SQLite. A `Tx` keeps one connection from
   `db_begin` to its end.
 - A server that is gone (refused, reset, shut down, starting up, too many connections) makes
-  a call fail with `busy` (503), quickly, and a call that the server does not answer gives up
-  with `busy` just before its request's processing limit, so a request never hangs. The pool
-  drops connections that broke and connects again on a later call, so once the server is
-  back requests succeed again without a restart.
+  a call fail with `busy` (503) "the database is unavailable", quickly, and a call that the
+  server does not answer gives up with `busy` "the database did not answer within the
+  processing limit" just before its request's processing limit, so a request never hangs.
+  The pool drops connections that broke and connects again on a later call, so once the
+  server is back requests succeed again without a restart.
+- A lock wait is bounded well inside the processing limit (lock_waits.py): a transaction
+  stuck behind another one fails fast with `busy`, saying so, instead of holding a queue of
+  others until the limit.
 - A statement the server refuses is a `database` error with its message and the SQL (a
   violated constraint is `conflict` or `invalid`, constraints.py), as on SQLite.
 """
@@ -26,7 +30,7 @@ import asyncio
 import os
 from typing import Any
 
-from svc.runtime.db import sql_text
+from svc.runtime.db import lock_waits, sql_text
 from svc.runtime.db.base import ALL, COMMIT, EXEC, ONE, OPEN, ROLLBACK, SCRIPT, Db, Tx
 from svc.runtime.db.errors import several_statements, shorten, shutting_down, statement_failed
 from svc.runtime.db.pg_deadline import gave_up, unwatch, watch
@@ -94,6 +98,8 @@ class PostgresDb(Db):
         result = await _guarded(tx.pool.loop, tx._start(), "BEGIN")
         if isinstance(result, SvcError):
             tx.state = "never begun"
+            if tx.waiting_for_connection and result.message == TOO_LATE:
+                return _no_free_connection(tx.pool, "BEGIN")
             return result
         return tx
 
@@ -101,7 +107,7 @@ class PostgresDb(Db):
 class PostgresTx(Tx):
     """A transaction: one connection of the pool from `db_begin` to its end."""
 
-    __slots__ = ("conn", "pool", "_ending")
+    __slots__ = ("conn", "pool", "_ending", "lock_wait_ms", "waiting_for_connection")
 
     def __init__(self, db: PostgresDb, pool: Pool) -> None:
         super().__init__(db)
@@ -109,6 +115,8 @@ class PostgresTx(Tx):
         self.conn: Any = None
         self.pool = pool  # its connection's (its loop, its prepared statements)
         self._ending: asyncio.Task | None = None
+        self.lock_wait_ms = lock_waits.LOCK_WAIT_MS  # its statements' bound (lock_waits.py)
+        self.waiting_for_connection = False  # in `_start`, until the pool lends it one
 
     async def _start(self) -> None:
         """Take a connection and BEGIN; one whose BEGIN failed or stopped waiting (its
@@ -116,9 +124,12 @@ class PostgresTx(Tx):
         pool = self.pool
         conn = pool.take()
         if conn is None:
+            self.waiting_for_connection = True
             conn = await pool.acquire()
+            self.waiting_for_connection = False
+        begin, self.lock_wait_ms = lock_waits.begin()
         try:
-            await conn.execute("BEGIN")
+            await conn.execute(begin)
         except BaseException:
             pool.discard(conn)
             raise
@@ -127,13 +138,14 @@ class PostgresTx(Tx):
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None):
         if self.state is not OPEN:
             return _answer(self.finished_error())
-        return _statement(self.pool, self.conn, op, sql, args, cls)
+        return _statement(self.pool, self, op, sql, args, cls)
 
     async def _end(self, op: str):
         if self.state is not OPEN:
             return self.finished_error()
         self.state = "committed" if op == COMMIT else "rolled back"
-        result = await _guarded(self.pool.loop, self.conn.execute(op.upper()), op.upper())
+        result = await _guarded(self.pool.loop, self.conn.execute(op.upper()), op.upper(),
+                                in_transaction=True)
         if isinstance(result, SvcError):
             if op == COMMIT:
                 self.state = "rolled back because its commit failed"
@@ -171,12 +183,14 @@ async def _answer(value):
     return value
 
 
-async def _statement(pool: Pool, conn, op: str, sql: str, args: tuple, cls: type | None):
-    """One statement, on `conn` (a transaction's) or, when it is None, on a connection
-    borrowed from `pool` for it alone (its own transaction): its result, or the error it
-    means, never raised.
+async def _statement(pool: Pool, tx: PostgresTx | None, op: str, sql: str, args: tuple,
+                     cls: type | None):
+    """One statement, on `tx`'s connection or, when it is None, on a connection borrowed
+    from `pool` for it alone (its own transaction): its result, or the error it means, never
+    raised.
 
-    In a request it gives up with `busy` just before the processing limit (pg_deadline.py);
+    In a request it gives up with `busy` just before the processing limit (pg_deadline.py),
+    and a transaction's lock waits end before that (lock_waits.py);
     a borrowed connection whose statement was cancelled settles in the background before it
     is lent again (pg_pool.py), so a server that stopped answering cannot hold the caller.
     One coroutine from the builtin to asyncpg: each level of awaiting costs on every step.
@@ -189,11 +203,18 @@ async def _statement(pool: Pool, conn, op: str, sql: str, args: tuple, cls: type
     task = watch(pool.loop)
     borrowed = None
     try:
-        if conn is None:
+        if tx is None:
             conn = pool.take()
             if conn is None:
                 conn = await pool.acquire()
             borrowed = conn
+        else:
+            conn = tx.conn
+            if task is not None:  # in a request: its lock waits end before its limit does
+                lower = lock_waits.wait_to_set(pool.loop.time(), tx.lock_wait_ms)
+                if lower is not None:
+                    tx.lock_wait_ms = lower
+                    await conn.execute(lock_waits.set_local(lower))
         if op is EXEC or op is SCRIPT:  # EXEC: one statement (counted); SCRIPT: no args, so
             value = await conn.execute(text, *args)  # the simple protocol runs several
         else:
@@ -213,12 +234,17 @@ async def _statement(pool: Pool, conn, op: str, sql: str, args: tuple, cls: type
         if borrowed is not None:
             pool.give_back_later(borrowed)  # cancelled mid-statement: it settles first
         if task is not None and gave_up(task):
+            if tx is None and borrowed is None:
+                return _no_free_connection(pool, sql)
             return _too_late(sql)
         raise
     except Exception as exc:  # noqa: BLE001 - sorted into busy or database
         if borrowed is not None:
             pool.give_back(borrowed)  # a refused statement leaves it usable; closed: dropped
-        return _failure(exc, sql)
+        failure = _failure(exc, sql, tx is not None)
+        if failure.retry and tx is not None:  # the server rolled it back: end it here too
+            tx._abandon(CLASHED)
+        return failure
     finally:
         if task is not None:
             unwatch(task)
@@ -247,7 +273,7 @@ async def _prepared(pool: Pool, conn, text: str):
     return stmt
 
 
-async def _guarded(loop, work, sql: str):
+async def _guarded(loop, work, sql: str, in_transaction: bool = False):
     """Await `work` (BEGIN, COMMIT, ROLLBACK) as `_statement` awaits its statement: the
     result or the error it means, `busy` just before the processing limit."""
     task = watch(loop)
@@ -258,23 +284,40 @@ async def _guarded(loop, work, sql: str):
             return _too_late(sql)
         raise
     except Exception as exc:  # noqa: BLE001 - sorted into busy or database
-        return _failure(exc, sql)
+        return _failure(exc, sql, in_transaction)
     finally:
         if task is not None:
             unwatch(task)
 
 
+#: How a transaction the database rolled back after a clash is finished (the error of a later
+#: statement given its Tx says so; it is not logged as forgotten when its function returns).
+CLASHED = "it clashed with another transaction"
+
+#: What a request is told when the database answered nothing before its processing limit
+#: (a frozen server, a statement slower than the limit): not "unavailable", which is kept for
+#: a server that cannot be reached.
+TOO_LATE = "the database did not answer within the processing limit"
+
+
 def _too_late(sql: str) -> SvcError:
-    return SvcError("busy", "the database is unavailable",
-                    detail="busy error: the database did not answer within the processing "
-                           f"limit (in SQL: {shorten(sql)})")
+    return SvcError("busy", TOO_LATE, detail=f"busy error: {TOO_LATE} (in SQL: {shorten(sql)})")
 
 
-def _failure(exc: Exception, sql: str) -> SvcError:
+def _no_free_connection(pool: Pool, sql: str) -> SvcError:
+    """Every connection of the pool stayed lent until the processing limit: the database
+    may be fine, the pool is too small for the load (or its transactions too long)."""
+    message = "no database connection was free within the processing limit"
+    return SvcError("busy", message, detail=f"busy error: {message}: all {pool.max_size} "
+                                            f"connections of the pool (SVC_DB_POOL_SIZE) were "
+                                            f"in use (in SQL: {shorten(sql)})")
+
+
+def _failure(exc: Exception, sql: str, in_transaction: bool = False) -> SvcError:
     if _is_unavailable(exc):
         return SvcError("busy", "the database is unavailable",
                         detail=f"busy error: the database is unavailable: {_reason(exc)}")
-    return statement_failed(exc, sql)
+    return statement_failed(exc, sql, in_transaction)
 
 
 def _is_unavailable(exc: BaseException) -> bool:
@@ -353,7 +396,8 @@ async def open_url(url: str) -> Db | SvcError:
 
 async def _new_pool(url: str) -> Pool | SvcError:
     """A pool for `url`, tried with one connection, or the reason it cannot be made."""
-    pool = Pool(url, pool_size(), lambda: asyncpg.connect(url, timeout=CONNECT_TIMEOUT_SECONDS))
+    pool = Pool(url, pool_size(), lambda: asyncpg.connect(
+        url, timeout=CONNECT_TIMEOUT_SECONDS, server_settings=lock_waits.SERVER_SETTINGS))
     try:
         conn = await pool.acquire()
         try:

@@ -1,12 +1,14 @@
 """How each route is answered, chosen once per route at start-up: one strategy object each.
 
-A route is answered in one of six ways, and which one never changes while the server runs:
+A route is answered in one of seven ways, and which one never changes while the server runs:
 
     FixedBytes      /health: the same bytes every time (responses.Fixed)
     CallNow         a plain `def` handler: bind, call, answer, all in the callback that read
                     the request (generated code's route handlers whose bodies never await)
     StartCoroutine  an `async def` handler, which may await: bind, then run its first step
                     at once (`Connection.start_handler`, eager.py); answered when it ends
+    StartRetried    the same, for a handler the compiler proved safe to run again when its
+                    transaction clashes with another one (retries.py)
     StreamBody      /stream: a chunked body the handler writes piece by piece
     UpgradeToWebSocket  /ws: the connection becomes a WebSocket session
     AnswerOptions   OPTIONS on a known path (and `OPTIONS *`): 204 with the `Allow` line
@@ -27,6 +29,7 @@ from svc.rules.contract import ResultKind, Route
 from svc.runtime.http import responses
 from svc.runtime.http.binding import BindError
 from svc.runtime.http.protocol import Request
+from svc.runtime.http.retries import run_retried
 from svc.runtime.lib.support import SvcError
 
 if TYPE_CHECKING:  # both call into this module; only their types are named here
@@ -90,7 +93,20 @@ class StartCoroutine(Answer):
             args = route.arguments(captures, req, conn.app.db)
         except BindError as refusal:
             return conn.refuse(req, refusal)
-        conn.start_handler(req, route, args)
+        conn.start_handler(req, route, route.handler(*args))
+
+
+class StartRetried(Answer):
+    """An `async def` handler marked `retried`: run as StartCoroutine runs one, inside
+    retries.run_retried, which runs it again after a transaction's clash."""
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        try:
+            args = route.arguments(captures, req, conn.app.db)
+        except BindError as refusal:
+            return conn.refuse(req, refusal)
+        conn.start_handler(req, route, run_retried(conn, req, route, captures, args))
 
 
 class StreamBody(Answer):
@@ -142,6 +158,7 @@ def answer_error(conn: Connection, req: Request, route: CompiledRoute | None,
 
 CALL_NOW = CallNow()
 START_COROUTINE = StartCoroutine()
+START_RETRIED = StartRetried()
 STREAM_BODY = StreamBody()
 UPGRADE_TO_WEBSOCKET = UpgradeToWebSocket()
 
@@ -156,5 +173,5 @@ def answer_for(route: Route) -> Answer:
     if route.result is ResultKind.WEBSOCKET:
         return UPGRADE_TO_WEBSOCKET
     if inspect.iscoroutinefunction(route.handler):
-        return START_COROUTINE
+        return START_RETRIED if route.retried else START_COROUTINE
     return CALL_NOW

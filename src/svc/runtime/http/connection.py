@@ -313,8 +313,9 @@ class Connection(asyncio.Protocol):
         """Arguments that do not bind: 400 (or 415) naming the parameter."""
         self.finish(req, refusal.status, JSON, error_body(refusal.reason))
 
-    def start_handler(self, req: Request, route: CompiledRoute, args) -> None:
-        """A handler that may await: run its first step now, with the request deadline set."""
+    def start_handler(self, req: Request, route: CompiledRoute, run) -> None:
+        """A handler that may await (`run`, the coroutine of its call): run its first step
+        now, with the request deadline set."""
         if self.phase is RECEIVING:
             deadline = self.deadline
         else:
@@ -325,7 +326,7 @@ class Connection(asyncio.Protocol):
         tracer = self.app.tracer
         traced = None if tracer is None else tracer.request_started(self, req)
         try:
-            finished, outcome = eager.start(self.loop, route.handler(*args))
+            finished, outcome = eager.start(self.loop, run)
         except Exception as exc:
             return self.fault(req, exc)
         finally:

@@ -45,9 +45,12 @@ class SvcError:
     message and SQL); it is no part of the value (`==`, `error_message`). `headers` are the
     header fields its answer carries (`with_header`, `too_many_requests`' Retry-After) and
     `fields` the field-level reasons of an `unprocessable` error (its answer's `"fields"`);
-    both are part of the value (svc.runtime.lib.errors makes them)."""
+    both are part of the value (svc.runtime.lib.errors makes them). `retry` marks a database
+    error that rolled a whole transaction back because it clashed with another one (it left
+    nothing behind): the runtime may run a handler the compiler proved safe again
+    (svc.runtime.http.retries). It is no part of the value either."""
 
-    __slots__ = ("kind", "message", "detail", "headers", "fields")
+    __slots__ = ("kind", "message", "detail", "headers", "fields", "retry")
 
     def __init__(self, kind: str, message: str, detail: str | None = None,
                  headers: tuple[tuple[str, str], ...] = (),
@@ -57,6 +60,7 @@ class SvcError:
         self.detail = detail
         self.headers = headers
         self.fields = fields
+        self.retry = False
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SvcError) and (self.kind, self.message) == (other.kind, other.message) \

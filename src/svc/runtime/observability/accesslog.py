@@ -422,6 +422,12 @@ class ServerLog:
         self.add(log_lines.request_error_line(self.json, req, route, message, trace, fault,
                                               clock.now(), request_id(req)))
 
+    def request_warning(self, req: Any, route: Any, message: str) -> None:
+        """Something that went wrong in a request and was handled (a handler run again after
+        its transaction clashed): a request error line at level `warn`."""
+        self.add(log_lines.request_error_line(self.json, req, route, message, "", "",
+                                              clock.now(), request_id(req), "warn"))
+
     def error(self, message: str) -> None:
         """An error's details not about a request (jobs, schedules): the message as is, or
         a JSON object with it."""

@@ -60,13 +60,13 @@ _encode = msgspec.json.Encoder().encode
 
 
 def request_error_line(as_json: bool, req: Request, route: Any, message: str, trace: str,
-                       fault: str, now: str, rid: str) -> str:
-    """An error about a request: `GET /notes: database error: ... request_id=...` and a
-    fault's trace after it, or one JSON object."""
+                       fault: str, now: str, rid: str, level: str = "error") -> str:
+    """An error (or a warning) about a request: `GET /notes: database error: ...
+    request_id=...` and a fault's trace after it, or one JSON object."""
     if as_json:
         path = req.target.decode("latin-1").partition("?")[0]
         return _encode(ErrorLine(
-            time=now, level="error", message=message, request_id=rid,
+            time=now, level=level, message=message, request_id=rid,
             method=req.method, path=path, route=None if route is None else route.route.path,
             fault=fault, trace=trace)).decode("utf-8")
     text = f"{req.method} {req.target.decode('latin-1')}: {message} request_id={rid}"
