@@ -222,7 +222,19 @@ def check_command(args: Any) -> int:
                     "them)" if sql.unchecked else ""
         print(f"sql: {plural(sql.checked, 'statement')} checked, " + "; ".join(
             f"{dialect} {level}" for dialect, level in sql.levels.items()) + unchecked)
+    _print_retries(program)
     return 0
+
+
+def _print_retries(program: Any) -> None:
+    """Which routes with a transaction run again after a clash, and why the others do not."""
+    retried = [f"{r.method} {r.path}" for r in program.routes if r.retried]
+    if retried:
+        print(f"retried after a clash: {', '.join(retried)}")
+    for route in program.routes:
+        if route.not_retried_because:
+            print(f"not retried after a clash: {route.method} {route.path} "
+                  f"({route.not_retried_because})")
 
 
 def _check_against(rev: str, checked: Any, schemas: Any) -> bool:

@@ -48,8 +48,9 @@ def totals(port: int) -> dict:
     return json.loads(answer.read())
 
 
-#: The ledger's two ways to move money: rows locked in request order, or in id order.
-REQUEST_ORDER, ID_ORDER = "/transfers", "/transfers-in-order"
+#: The ledger's ways to move money: rows locked in request order, or in id order; and in
+#: request order after a log line (so not run again after a clash).
+REQUEST_ORDER, ID_ORDER, LOGGED = "/transfers", "/transfers-in-order", "/transfers-logged"
 
 
 def run(ports: list[int], path: str = REQUEST_ORDER, transfers: int = 300, clients: int = 32,

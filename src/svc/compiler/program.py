@@ -95,10 +95,10 @@ class RouteInfo:
     guards: tuple[GuardUse, ...] = ()
     handler_args: tuple[str | int, ...] = ()
     # Whether the runtime runs it again when its transaction clashes with another one: the
-    # effects pass proved that nothing but that transaction would be repeated (effects/),
-    # and the sentence saying so or why not ("" for a route that begins no transaction).
+    # effects pass proved that nothing but that transaction would be repeated (effects/);
+    # else, for a route that begins a transaction, what a run again would repeat.
     retried: bool = False
-    retry_note: str = ""
+    not_retried_because: str = ""
 
 
 @dataclass(frozen=True, slots=True)

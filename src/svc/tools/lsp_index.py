@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from svc.compiler.effects.retries import retry_sentence
 from svc.compiler.front import syntax
 from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.program import CheckedProgram, FunctionInfo, RouteInfo
@@ -126,7 +127,14 @@ def _routes_text(program: CheckedProgram, name: str) -> str:
     if not routes:
         decl = program.functions[name].decl if name in program.functions else None
         return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in (decl.routes if decl else ()))
-    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _guards_text(r) for r in routes)
+    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _guards_text(r) + _retry_text(r)
+                   for r in routes)
+
+
+def _retry_text(route: RouteInfo) -> str:
+    """`; run again when its transaction clashes ...`, or why not (effects/retries.py)."""
+    sentence = retry_sentence(route)
+    return "" if sentence is None else f"; {sentence}"
 
 
 def _guards_text(route: RouteInfo) -> str:

@@ -272,7 +272,24 @@ def test_a_begin_past_the_deadline_is_busy_and_frees_its_place(one_connection):
 
     tx, n = asyncio.run(main())
     assert isinstance(tx, SvcError) and tx.kind == "busy", tx
+    # it waited for the pool, not for the database: said so, and how to make room
+    assert tx.message == "no database connection was free within the processing limit"
+    assert "all 1 connections of the pool (SVC_DB_POOL_SIZE) were in use" in tx.detail
     assert n == 3
+
+
+def test_a_statement_that_waits_for_a_connection_past_the_deadline_says_so(one_connection):
+    async def main():
+        db = await db_open(one_connection)
+        conn = await db.pool.acquire()  # the only connection is busy elsewhere
+        waited = await _in_request(lambda: db_exec(db, "SELECT 1"), limit=0.3)
+        db.pool.give_back(conn)
+        close_all()
+        return waited
+
+    waited = asyncio.run(main())
+    assert isinstance(waited, SvcError) and waited.kind == "busy", waited
+    assert waited.message == "no database connection was free within the processing limit"
 
 
 def test_a_transaction_left_open_through_db_exec_is_rolled_back(one_connection):

@@ -33,8 +33,6 @@ from svc.compiler.svctypes import DB
 
 #: More than one transaction (counts stop here).
 MANY = 2
-#: The sentence of a route that is run again.
-RETRIED = "run again when its transaction clashes with another one"
 
 
 @dataclass(frozen=True)
@@ -63,8 +61,19 @@ def place(span: Span) -> str:
     return f"{os.path.basename(span.file)}:{span.line}"
 
 
+def retry_sentence(route: RouteInfo) -> str | None:
+    """What a route's hover says of it: whether it runs again after a clash, and if not,
+    why; None for a route that begins no transaction."""
+    if route.retried:
+        return "run again when its transaction clashes with another one (a deadlock, a " \
+               "serialization failure, a lock not released in time)"
+    if route.not_retried_because:
+        return f"not run again when its transaction clashes: {route.not_retried_because}"
+    return None
+
+
 def mark_retried(program: CheckedProgram) -> None:
-    """Set each route's `retried` and `retry_note` (what `svcc check` and hovers say)."""
+    """Set each route's `retried`, or why not (what `svcc check` and hovers say)."""
     effects = _Effects(program)
     limited = set(program.settings.tables.get("guard_limits", {}))
     program.routes = [_marked(route, effects, limited) for route in program.routes]
@@ -78,8 +87,8 @@ def _marked(route: RouteInfo, effects: _Effects, limited: set[str]) -> RouteInfo
         return route  # no transaction: nothing to run again for, nothing to say
     why = _why_not(summary, [use.guard for use in route.guards if use.guard in limited])
     if why is None:
-        return replace(route, retried=True, retry_note=RETRIED)
-    return replace(route, retry_note=f"not run again when its transaction clashes: {why}")
+        return replace(route, retried=True)
+    return replace(route, not_retried_because=why)
 
 
 def _why_not(summary: Summary, limited_guards: list[str]) -> str | None:

@@ -6,6 +6,7 @@
     postgres.py      PostgreSQL through asyncpg: a `Db` backed by a pool, on the event loop
     pg_pool.py       that pool: asyncpg connections handed out one caller at a time
     pg_deadline.py   giving up on a PostgreSQL statement just before its request's limit
+    lock_waits.py    how long a PostgreSQL statement may wait for another transaction's lock
     transactions.py  `db_begin`, `db_commit`, `db_rollback`, and who rolls back a forgotten one
     migrations.py    `db_migrate`: a schema brought up to date with the program's steps
     args.py          a call's arguments looked at first, so SQLite and PostgreSQL behave alike

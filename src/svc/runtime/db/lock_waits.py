@@ -4,7 +4,7 @@ Without a bound, a transaction that waits on another's row lock waits until the 
 and two that lock the same rows in opposite orders wait until PostgreSQL's deadlock check
 (1 s by default) rolls one back: under contention every request queued behind such a pair
 reaches its processing limit. So every connection starts with `lock_timeout` set to
-`LOCK_WAIT_MS`, a quarter of the processing limit (in the startup packet: no round trip),
+`LOCK_WAIT_MS`, 15% of the processing limit (in the startup packet: no round trip),
 and a wait that passes it fails with SQLSTATE 55P03, which errors.py answers as `busy`
 "a lock held by another transaction was not released in time; retry it", marked `retry`
 inside a transaction.
@@ -14,8 +14,9 @@ A handler that the runtime runs again after a clash (svc.runtime.http.retries) w
 
 A statement of a transaction late in its request could still wait past the processing limit,
 where the request would give up without saying why. `wait_to_set` lowers the transaction's
-bound to the time the request has left (`SET LOCAL`: it ends with the transaction), at the
-cost of one round trip, only for a statement that starts with less than `LOCK_WAIT_MS` left.
+bound to a third of the time the request has left (`SET LOCAL`: it ends with the
+transaction; a statement may wait several times), at the cost of one round trip, only for a
+statement that starts with less than three times its bound left.
 
 Work that must wait for a lock as long as it takes (migrations and the job tables taking
 their advisory lock at start-up) sets `WAIT_FOREVER` in its own transaction.
@@ -29,8 +30,9 @@ from svc.rules.contract import PROCESSING_LIMIT
 from svc.runtime.db.pg_deadline import MARGIN_SECONDS, SWEEP_SECONDS
 from svc.runtime.http.context import request_deadline_var
 
-#: A lock wait's bound on every connection, in milliseconds.
-LOCK_WAIT_MS = int(PROCESSING_LIMIT * 1000) // 4
+#: A lock wait's bound on every connection, in milliseconds: 300 for the 2 s limit, so that a
+#: statement's few waits (WAITS_PER_STATEMENT) fit in the limit with room to spare.
+LOCK_WAIT_MS = int(PROCESSING_LIMIT * 1000) * 3 // 20
 #: A lock wait's bound in the transactions of a handler the runtime runs again after a clash:
 #: waiting is worse than starting over there. Two transactions that lock the same rows in
 #: opposite orders wait for each other until one gives up, and every transaction queued
@@ -46,6 +48,11 @@ retried_var: ContextVar[bool] = ContextVar("svc_retried", default=False)
 SERVER_SETTINGS = {"lock_timeout": str(LOCK_WAIT_MS)}
 #: The statement a transaction runs first when it may wait for a lock without a bound.
 WAIT_FOREVER = "SET LOCAL lock_timeout = 0"
+#: `lock_timeout` bounds each lock wait, and one statement may wait several times: an UPDATE of
+#: a row others are updating waits for the row's lock, then for the transaction holding it,
+#: and again if the row changed meanwhile. Lowered near the limit, the bound leaves room for
+#: this many.
+WAITS_PER_STATEMENT = 3
 #: A lock wait ends this long before the request gives up on the statement (pg_deadline.py's
 #: margin and sweep, and 50 ms for the error to come back), so that the wait, not the
 #: processing limit, is what the answer reports.
@@ -69,9 +76,9 @@ def wait_to_set(now: float, current_ms: int) -> int | None:
     if deadline is None:
         return None
     left_ms = int((deadline - now - _BEFORE_GIVING_UP) * 1000)
-    if left_ms >= current_ms:
+    if left_ms >= current_ms * WAITS_PER_STATEMENT:
         return None
-    return max(left_ms, 1)
+    return max(left_ms // WAITS_PER_STATEMENT, 1)
 
 
 def set_local(ms: int) -> str:

@@ -9,6 +9,7 @@ answers, deadlines, workers, the built-in routes, and `test_request`'s in-memory
     binding.py         a request's captures, query, body and database into a handler's arguments
     answers.py         how each route is answered, one strategy object chosen at start-up
     eager.py           a handler's first step run at once, resumed without a Task if it suspends
+    retries.py         a handler run again after its transaction clashed with another one
     responses.py       answers as bytes: status lines, framing, error, JSON and HTML bodies
     headers.py         a request's header fields as svc code sees them (`Headers`, `header`)
     custom_response.py `Response[T]`: an answer with the status and fields its handler chose

@@ -314,8 +314,7 @@ class Connection(asyncio.Protocol):
         self.finish(req, refusal.status, JSON, error_body(refusal.reason))
 
     def start_handler(self, req: Request, route: CompiledRoute, run) -> None:
-        """A handler that may await (`run`, the coroutine of its call): run its first step
-        now, with the request deadline set."""
+        """A handler's coroutine that may await: run its first step now, deadline set."""
         if self.phase is RECEIVING:
             deadline = self.deadline
         else:
