@@ -149,3 +149,14 @@ def test_the_task_manager_example_checks(tmp_path: Path) -> None:
     result = svcc("check", "--project", str(ROOT / "examples" / "tasks"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok: ") and "2 files" in result.stdout
+
+
+def test_the_routes_run_again_after_a_clash_are_named_and_the_others_say_why(tmp_path: Path):
+    program = (ROOT / "tests" / "e2e" / "programs" / "ledger.svc").read_text()
+    (tmp_path / "ledger.svc").write_text(program)
+    result = svcc("check", "ledger.svc", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "retried after a clash: POST /transfers, POST /transfers-in-order",
+        "not retried after a clash: POST /transfers-logged (log_info at ledger.svc:40 writes a "
+        "log line)"]
