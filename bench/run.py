@@ -34,7 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
-from harness import endurance, jobs, observability, outbound, report, scaling, wrk  # noqa: E402
+from harness import (  # noqa: E402
+    contention, endurance, jobs, observability, outbound, report, scaling, wrk,
+)
 from harness.servers import SPECS, WORK, RunningServer  # noqa: E402
 
 FULL = dict(rounds=3, warmup=2, seconds=10, soak=120, deadline=10)
@@ -147,6 +149,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--jobs", choices=["on", "off", "only"], default="on",
                         help="the durable jobs section (harness/jobs.py); 'only' runs just that")
+    parser.add_argument("--contention", choices=["on", "off", "only"], default="on",
+                        help="the contention section (harness/contention.py, issue 38's "
+                             "ledger); 'only' runs just that")
     parser.add_argument("--observability", choices=["on", "off", "only"], default="on",
                         help="JSON logs and metrics on vs off (harness/observability.py); 'only' "
                              "runs just that")
@@ -170,6 +175,9 @@ def main() -> int:
         return 0
     if args.jobs == "only":
         return section_only("jobs", lambda incidents: jobs.run(mode, log, incidents), out)
+    if args.contention == "only":
+        return section_only("contention", lambda incidents: contention.run(
+            mode, log, incidents), out)
     if args.observability == "only":
         return section_only("observability", lambda incidents: observability.run(
             mode, log, incidents, args.seed), out)
@@ -196,6 +204,8 @@ def main() -> int:
         mode, names, random.Random(args.seed), log, incidents)
     jobs_results = None if args.jobs == "off" or "svc" not in names else jobs.run(
         mode, log, incidents)
+    contention_results = None if args.contention == "off" or "svc" not in names else \
+        contention.run(mode, log, incidents)
     observability_results = None if args.observability == "off" or "svc" not in names else \
         observability.run(mode, log, incidents, args.seed)
     outbound_results = None if args.outbound == "off" or "svc" not in names else \
@@ -207,7 +217,8 @@ def main() -> int:
         "command": report.command_line(args.quick), "servers": names, "excluded": excluded,
         "cases": [c.name for c in wrk.CASES], "pairs": report.pair_names(), "runs": runs, "summary": summarize(runs),
         "endurance": endurance_results, "incidents": incidents, "scaling": scaling_results,
-        "jobs": jobs_results, "observability": observability_results,
+        "jobs": jobs_results, "contention": contention_results,
+        "observability": observability_results,
         "outbound": outbound_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
@@ -222,7 +233,7 @@ def main() -> int:
 
 
 def section_only(key: str, measure, out: Path) -> int:
-    """`--jobs only`, `--observability only`, `--outbound only`: measure that section alone and put it into the
+    """`--jobs only`, `--contention only`, `--observability only`, `--outbound only`: measure that section alone and put it into the
     report at `out` (the section replaced, the rest as the last full run wrote it in
     bench/.work/results.json)."""
     incidents: list[str] = []
@@ -231,11 +242,11 @@ def section_only(key: str, measure, out: Path) -> int:
     results = json.loads(saved.read_text()) if saved.exists() else None
     if results is None:
         log(f"no bench/.work/results.json to add the {key} section to; printing it instead")
-        section = {"jobs": jobs.section, "observability": observability.section,
-                   "outbound": outbound.section}[key]
+        section = {"jobs": jobs.section, "contention": contention.section,
+                   "observability": observability.section, "outbound": outbound.section}[key]
         print("\n".join(section(measured)))
         return 1 if incidents else 0
-    prefix = {"jobs": "jobs ", "observability": "logs and metrics ",
+    prefix = {"jobs": "jobs ", "contention": "contention ", "observability": "logs and metrics ",
               "outbound": "outbound calls "}[key]
     results[key] = measured
     results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from harness import jobs, observability, outbound, scaling, wrk
+from harness import contention, jobs, observability, outbound, scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
 
@@ -291,6 +291,7 @@ def render(results: dict) -> str:
         "",
         *scaling.section(results.get("scaling")),
         *jobs.section(results.get("jobs")),
+        *contention.section(results.get("contention")),
         *observability.section(results.get("observability")),
         *outbound.section(results.get("outbound")),
     ]

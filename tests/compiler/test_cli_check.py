@@ -152,7 +152,7 @@ def test_the_task_manager_example_checks(tmp_path: Path) -> None:
 
 
 def test_the_routes_run_again_after_a_clash_are_named_and_the_others_say_why(tmp_path: Path):
-    program = (ROOT / "tests" / "e2e" / "programs" / "ledger.svc").read_text()
+    program = (ROOT / "bench" / "ledger.svc").read_text()
     (tmp_path / "ledger.svc").write_text(program)
     result = svcc("check", "ledger.svc", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

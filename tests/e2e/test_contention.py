@@ -1,6 +1,6 @@
 """Transfers under contention (issue 38): 4 accounts, 300 transfers between random pairs from
 32 concurrent clients, each one transaction that locks its rows in request order, so opposite
-transfers deadlock (tests/e2e/programs/ledger.svc, tests/helpers/ledger_load.py).
+transfers deadlock: bench/ledger.svc and the workload of `make bench` (bench/harness/ledger.py).
 
 The compiler proves the transfer handler safe to run again, so a clash (a lock not released in
 time, a deadlock) runs it again instead of answering 503: nearly every transfer gets its real
@@ -11,11 +11,15 @@ transfer after a log line is not run again: its clashes answer 503, saying what 
 
 from __future__ import annotations
 
-from tests.helpers import ledger_load
-from tests.helpers.ledger_load import ACCOUNTS, ID_ORDER, LOGGED, OPENING_BALANCE, REQUEST_ORDER
+import sys
+
 from tests.helpers.svc_process import REPO, start
 
-PROGRAM = REPO / "tests" / "e2e" / "programs" / "ledger.svc"
+sys.path.insert(0, str(REPO / "bench"))
+from harness import ledger as ledger_load  # noqa: E402
+from harness.ledger import (  # noqa: E402
+    ACCOUNTS, ID_ORDER, LOGGED, OPENING_BALANCE, PROGRAM, REQUEST_ORDER,
+)
 LOCK_WAIT = "a lock held by another transaction was not released in time; retry it"
 #: The 503s contention may answer, each saying what happened (never "the database is
 #: unavailable"): a lock wait that ended, a deadlock or serialization failure, and, rarely, a

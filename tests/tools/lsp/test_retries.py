@@ -8,7 +8,7 @@ import pytest
 from tests.helpers.svc_process import REPO
 from tests.tools.lsp.lsp_client import hover_text, serving
 
-APP = (REPO / "tests" / "e2e" / "programs" / "ledger.svc").read_text()
+APP = (REPO / "bench" / "ledger.svc").read_text()
 
 
 @pytest.fixture

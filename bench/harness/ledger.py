@@ -1,7 +1,8 @@
-"""The contention workload of issue 38, shared by tests/e2e/test_contention.py and
-bench/contention.py: 4 accounts, transfers between random pairs sent by 32 concurrent clients
-to one or more instances of tests/e2e/programs/ledger.svc, each client on its own keep-alive
-connection. It counts the answers by status and error message, and reads back the totals.
+"""The contention workload of issue 38, for the bench's contention section (contention.py)
+and tests/e2e/test_contention.py: 4 accounts, transfers between random pairs sent by 32
+concurrent clients to one or more instances of bench/ledger.svc, each client on its own
+keep-alive connection. It counts the answers by status and error message, and reads back the
+totals.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
+PROGRAM = Path(__file__).resolve().parents[1] / "ledger.svc"
 ACCOUNTS = 4
 OPENING_BALANCE = 1000
 
