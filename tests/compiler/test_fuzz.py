@@ -563,3 +563,56 @@ def test_error_answers_never_raise(tmp_path: Path) -> None:
                 "def main():\n    pass\n")
 
     rejected_or_compiled(tmp_path / "errors.svc", (program() for _ in range(EXAMPLES)))
+
+
+#: Pieces of handler bodies for test_retry_verdicts_never_raise: statements that begin and end
+#: transactions, write through the Db or the Tx, have effects, loop, call helpers (one of them
+#: recursive), and broken ones.
+_TX_LINES = [
+    "tx = try await db_begin(db)", "try await db_commit(tx)", "try await db_rollback(tx)",
+    'try await db_exec(tx, "UPDATE a SET n = 1")', 'try await db_exec(db, "UPDATE a SET n = 1")',
+    'rows = try await db_all[A](db, "SELECT n FROM a")',
+    'rows = try await db_all[A](db, "DELETE FROM a RETURNING n")',
+    'try await enqueue(db, "later", A(n=1))', 'try await enqueue(tx, "later", A(n=1))',
+    'print("x")', 'log_info("x", Map())', "try await helper(db)", "try await again(db, 2)",
+    "for i in range(2):\n        tx = try await db_begin(db)", "await sleep(1)",
+    "tx = try await db_begin(tx)", "try await db_commit(db)", "try await helper(tx)",
+    "db_begin(db)", "try await db_begin()",
+]
+_TX_HELPERS = (
+    "class A:\n    n: i64\n\n"
+    '@job("later")\nasync def later(db: Db, a: A) -> Result[unit, Error]:\n    return ok(())\n\n'
+    "async def helper(db: Db) -> Result[unit, Error]:\n"
+    "    tx = try await db_begin(db)\n    try await db_commit(tx)\n    return ok(())\n\n"
+    "async def again(db: Db, n: i64) -> Result[unit, Error]:\n"
+    "    if n > 0:\n        try await again(db, n - 1)\n    return ok(())\n\n"
+)
+_EFFECT_MARKS = ("print(", "log_info(", 'db_exec(db, "UPDATE', "DELETE FROM", "enqueue(db,",
+                 "again(", "for i in")
+
+
+@pytest.mark.fuzz
+def test_retry_verdicts_never_raise(tmp_path: Path) -> None:
+    """Random handler bodies of transactions, writes, effects, loops and helper calls: each
+    program checks or gives diagnostics, never an exception; one that checks is run again
+    after a clash only if its body has none of the things a run again would repeat."""
+    rng = random.Random(SEED)
+    target = tmp_path / "ledger.svc"
+    rejected = retried = 0
+    for index in range(EXAMPLES):
+        lines = [rng.choice(_TX_LINES) for _ in range(rng.randint(1, 5))]
+        body = "".join(f"    {line}\n" for line in lines)
+        text = (_TX_HELPERS + '@post("/t")\nasync def t(db: Db) -> Result[unit, Error]:\n'
+                + body + "    return ok(())\n\nasync def main() -> Result[unit, Error]:\n"
+                '    db = try await db_open(":memory:")\n    return await serve(db, 8080)\n')
+        if rejected_without_raising(target, text.encode("utf-8"), index):
+            rejected += 1
+            continue
+        checked = check(Target(file=str(target)))
+        (route,) = checked.program.routes
+        if route.retried:
+            retried += 1
+            assert not any(mark in body for mark in _EFFECT_MARKS), body
+            assert body.count("db_begin(db)") + body.count("helper(") == 1, body
+    assert 0 < rejected < EXAMPLES  # both good and bad programs were made
+    assert retried > 0  # and some of the good ones are run again
