@@ -177,3 +177,24 @@ def test_openapi_lists_429_on_the_limited_route_only(tmp_path: Path) -> None:
     assert paths["/login"]["post"]["responses"]["429"] == {
         "$ref": "#/components/responses/TooManyRequests"}
     assert "429" not in paths["/items/{id}"]["get"]["responses"]
+
+
+def test_test_request_applies_route_limits_with_buckets_of_each_test(tmp_path: Path) -> None:
+    """As `[rate_limit]` and `[guard_limits]`: a test sees its 429, the next starts full."""
+    folder = project(tmp_path, LOGIN_LIMIT.replace("burst = 3", "burst = 2"))
+    login = ('    r = await test_request(db, "POST", "/login", headers_of([]), '
+             '"{\\"name\\":\\"ada\\",\\"password\\":\\"wrong\\"}")\n')
+    (folder / "main_test.svc").write_text(
+        "async def test_the_third_login_is_refused() -> Result[unit, Error]:\n"
+        '    db = try await db_open(":memory:")\n'
+        + (login + "    assert_eq(status(r), 401)\n") * 2
+        + login + "    assert_eq(status(r), 429)\n"
+        '    assert_eq(header(r, "retry-after"), Some("100"))\n'
+        "    return ok(())\n\n"
+        "async def test_another_test_starts_with_a_full_bucket() -> Result[unit, Error]:\n"
+        '    db = try await db_open(":memory:")\n'
+        + login + "    assert_eq(status(r), 401)\n"
+        "    return ok(())\n")
+    result = run_to_end(["test", "--project", str(folder)], cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed, 0 failed" in result.stdout
