@@ -189,16 +189,25 @@ def guard_limits_problem(table: dict) -> tuple[str, str] | None:
             return name, (f"'{name}' in svc.toml [guard_limits] must be a table named by a guard "
                           f"function ([guard_limits.{name if _NAME.fullmatch(name) else 'f'}] "
                           f"with requests_per_second and burst), got {toml_type(limit)}")
-        if "client" in limit:
-            return f"{name}.client", (f"'client' in svc.toml [guard_limits.{name}] does not "
-                                      "apply: the guard's value is the client")
-        found = rate_limit_problem(limit)
+        found = _inner_limit_problem(limit, f"[guard_limits.{name}]",
+                                     "the guard's value is the client")
         if found is not None:
-            key, message = found
-            message = message.replace("[rate_limit]", f"[guard_limits.{name}]")
-            return (name if key == "rate_limit" else f"{name}.{key}",
-                    message.replace(", client, clients", ", clients"))
+            return (name if found[0] is None else f"{name}.{found[0]}"), found[1]
     return None
+
+
+def _inner_limit_problem(limit: dict, where: str, why: str) -> tuple[str | None, str] | None:
+    """(key, or None for the table itself, and message) for the first problem of one table
+    of `[guard_limits]` or `[route_limits]`, named `where` in messages: a rate limit's keys
+    but `client`, which does not apply (`why`)."""
+    if "client" in limit:
+        return "client", f"'client' in svc.toml {where} does not apply: {why}"
+    found = rate_limit_problem(limit)
+    if found is None:
+        return None
+    key, message = found
+    message = message.replace("[rate_limit]", where).replace(", client, clients", ", clients")
+    return (None if key == "rate_limit" else key), message
 
 
 #: The methods a route is declared with (`@get` ... `@delete`): a `[route_limits]` key's first word.
@@ -221,16 +230,10 @@ def route_limits_problem(table: dict) -> tuple[str, str] | None:
             return route, (f"'{route}' in svc.toml [route_limits] must be a table "
                            f"([route_limits.\"{route}\"] with requests_per_second and burst), "
                            f"got {toml_type(limit)}")
-        if "client" in limit:
-            return f"{route}\0client", (f"'client' in svc.toml [route_limits.\"{route}\"] does "
-                                        "not apply: the client is told apart by its address "
-                                        "(see [proxies])")
-        found = rate_limit_problem(limit)
+        found = _inner_limit_problem(limit, f"[route_limits.\"{route}\"]",
+                                     "the client is told apart by its address (see [proxies])")
         if found is not None:
-            key, message = found
-            message = message.replace("[rate_limit]", f"[route_limits.\"{route}\"]")
-            return (route if key == "rate_limit" else f"{route}\0{key}",
-                    message.replace(", client, clients", ", clients"))
+            return (route if found[0] is None else f"{route}\0{found[0]}"), found[1]
     return None
 
 
