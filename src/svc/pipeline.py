@@ -35,9 +35,10 @@ from svc.compiler.source import SourceFile, Span
 from svc.compiler.sql.migration_files import migrate_calls, read_migrations
 from svc.compiler.sql.statements import SqlReport
 from svc.compiler.svctypes import UNIT, Type
-from svc.project import (Project, config_key_position, config_path, guard_limit_position,
+from svc.compiler.check.context import suggest
+from svc.project import (Project, config_key_position, config_path, limit_position,
                          load_project, migrations_key_position)
-from svc.rules.traffic import guard_limit_problem
+from svc.rules.traffic import guard_limit_problem, route_limit_problem
 
 if TYPE_CHECKING:  # imported when a program declares migrations (_check_sql)
     from svc.compiler.sql.schemas import Schemas
@@ -124,6 +125,7 @@ def check(target: Target, overlay: Overlay | None = None,
         if not diagnostics:
             diagnostics = _config_diagnostics(program, project, sources) \
                 + _guard_limit_diagnostics(program, project, sources) \
+                + _route_limit_diagnostics(program, project, sources) \
                 + _read_migrations(program, project, sources)
     report = SqlReport()
     if not diagnostics:
@@ -195,8 +197,27 @@ def _guard_limit_diagnostics(program: CheckedProgram, project: Project,
     for name in limits:
         message = guard_limit_problem(name, kinds.get(name, set()))
         if message is not None:
-            line, col = guard_limit_position(toml, name, name)
+            line, col = limit_position(toml, "guard_limits", name, name)
             found.append(Diagnostic(message, Span(toml.path, line, col, line, col + len(name))))
+    return found
+
+
+def _route_limit_diagnostics(program: CheckedProgram, project: Project,
+                             sources: dict[str, SourceFile]) -> list[Diagnostic]:
+    """svc.toml's `[route_limits]` checked against the routes: each table names a route of the
+    program as declared (`"POST /login"`), reported at its header with the closest route."""
+    limits = project.settings.tables.get("route_limits", {})
+    if not limits:
+        return []
+    declared = {f"{route.method} {route.path}" for route in program.routes}
+    toml = sources[os.path.normpath(config_path(project.directory))]
+    found = []
+    for name in limits:
+        message = route_limit_problem(name, declared, suggest(name, declared))
+        if message is not None:
+            line, col = limit_position(toml, "route_limits", name, name)
+            width = len(name) + 2  # with its quotes
+            found.append(Diagnostic(message, Span(toml.path, line, col, line, col + width)))
     return found
 
 

@@ -13,6 +13,8 @@ holds the program's configuration and server switches.
     [cors]                  # optional: answers to browsers of other origins (svc.rules.traffic)
     [rate_limit]            # optional: a token bucket per client (svc.rules.traffic)
     [guard_limits.f]        # optional: a token bucket per value of the guard f (svc.rules.traffic)
+    [route_limits."POST /login"]  # optional: a token bucket per client of one route (same)
+    [proxies]               # optional: the proxies whose X-Forwarded-For is believed (same)
     [jobs]                  # optional: the job runner's poll interval and lease grace (svc.rules.settings)
     [migrations]            # optional: each database's folder of migration files
                             # (svc.compiler.sql.migration_files)
@@ -36,7 +38,10 @@ from svc.compiler.source import SourceFile, Span
 from svc.compiler.sql.migration_files import migrations_problem
 from svc.rules.config_values import SECRET_WORDS, env_name, is_secret, toml_type
 from svc.rules.settings import TABLES, Settings, jobs_problem
-from svc.rules.traffic import cors_problem, guard_limits_problem, rate_limit_problem
+from svc.rules.traffic import (
+    cors_problem, guard_limits_problem, proxies_clash, proxies_problem, rate_limit_problem,
+    route_limits_problem,
+)
 
 CONFIG_NAME = "svc.toml"
 KEYS = {"entry": "the entry .svc file, relative to the project folder",
@@ -103,20 +108,26 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
             if found is not None:
                 bad_key, message = found
                 line, col = _table_key_position(source, key, bad_key)
-                if key == "guard_limits":  # `name` or `name.key`: under [guard_limits.name]
-                    guard, _, inner = bad_key.partition(".")
-                    bad_key = inner or guard
-                    line, col = guard_limit_position(source, guard, bad_key)
+                if key in LIMIT_TABLES:  # `name` or `name.key` (`route\0key`): under [table.name]
+                    name, _, inner = bad_key.partition(LIMIT_TABLES[key])
+                    bad_key = inner or name
+                    line, col = limit_position(source, key, name, bad_key)
+                    if key == "route_limits" and not inner:
+                        bad_key = f'"{name}"'  # the width of its quoted name
                 # the line of a secret holds its value: the position says where it is
                 return error(message, line, col, len(bad_key), not is_secret(bad_key))
             continue
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
-                         "[server], [cors], [rate_limit], [guard_limits], [jobs], "
-                         "[migrations])", line, col, len(key))
+                         "[server], [cors], [rate_limit], [guard_limits], [route_limits], "
+                         "[proxies], [jobs], [migrations])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
+    clash = proxies_clash(data)
+    if clash is not None:
+        line, col = _table_key_position(source, "rate_limit", "client")
+        return error(clash, line, col, len("client"))
     if "entry" not in data:
         return error("svc.toml has no 'entry' key (write: entry = \"main.svc\")")
     entry = data["entry"]
@@ -167,18 +178,28 @@ def _server_problem(table: dict) -> tuple[str, str] | None:
 
 _TABLE_CHECKS = {"config": _config_problem, "server": _server_problem,
                  "cors": cors_problem, "rate_limit": rate_limit_problem,
-                 "guard_limits": guard_limits_problem, "jobs": jobs_problem}
+                 "guard_limits": guard_limits_problem, "route_limits": route_limits_problem,
+                 "proxies": proxies_problem, "jobs": jobs_problem}
+#: The tables of one inner table per name, and how their checks join a name and its key.
+LIMIT_TABLES = {"guard_limits": ".", "route_limits": "\0"}
 
 
-def guard_limit_position(source: SourceFile, guard: str, key: str) -> tuple[int, int]:
-    """Where `key` of `[guard_limits.<guard>]` is written; for the guard's name itself, its
-    `[guard_limits.<guard>]` header, or `<guard> = ...` under `[guard_limits]`."""
-    if key != guard:
-        return _table_key_position(source, f"guard_limits.{guard}", key)
-    line, col = _key_position(source, f"guard_limits.{guard}")
-    if (line, col) != (1, 1):
-        return line, col + len("guard_limits.")
-    return _table_key_position(source, "guard_limits", guard)
+def limit_position(source: SourceFile, table: str, name: str, key: str) -> tuple[int, int]:
+    """Where `key` of `[table.<name>]` (`[guard_limits.f]`, `[route_limits."POST /login"]`)
+    is written; for the name itself, its header, or `<name> = ...` under `[table]`."""
+    spellings = [name] if table == "guard_limits" else [f'"{name}"', f"'{name}'"]
+    for spelled in spellings:
+        inner = f"{table}.{spelled}"
+        if key != name:
+            found = _table_key_position(source, inner, key)
+        else:
+            found = _key_position(source, inner)
+            found = found if found == (1, 1) else (found[0], found[1] + len(table) + 1)
+        if found != (1, 1):
+            return found
+    line, col = _table_key_position(source, table, name)
+    quoted = col > 1 and source.line_text(line)[col - 2:col - 1] in ("'", '"')
+    return line, col - 1 if quoted else col  # at its opening quote, as in a header
 
 
 def migrations_key_position(source: SourceFile, dialect: str) -> tuple[int, int]:

@@ -616,3 +616,73 @@ def test_retry_verdicts_never_raise(tmp_path: Path) -> None:
             assert body.count("db_begin(db)") + body.count("helper(") == 1, body
     assert 0 < rejected < EXAMPLES  # both good and bad programs were made
     assert retried > 0  # and some of the good ones are run again
+
+
+#: Guards for chosen methods among the mutation snippets, and the pieces of random programs
+#: of test_guard_methods_never_raise.
+SNIPPETS += [b"methods=", b'methods=["POST", "DELETE"]', b', methods=["GET"])']
+_METHOD_LISTS = ['["POST"]', '["POST", "PUT", "PATCH", "DELETE"]', '["GET"]', '["DELETE", "PUT"]',
+                 "[]", '["post"]', '["HEAD"]', '["POST", "POST"]', "WRITES", '"POST"',
+                 '["POST", m]', "[1]", '[["POST"]]']
+_METHODS_PLACES = ["last", "last", "last", "first", "twice", "keyword"]
+
+
+def guard_methods_program(rng: random.Random) -> str:
+    """Prefix guards with `methods=` lists (good, misspelt, empty, computed), placed last or
+    not, over routes of random methods and paths asking for the guard's value or not; half the
+    programs are clean (good lists, placed last, a route of each method)."""
+    clean = rng.random() < 0.5
+    parts = ["class User:\n    id: i64\n\nWRITES: List[str] = [\"POST\"]\n",
+             "def can_write(h: Headers) -> Result[User, Error]:\n    return ok(User(id=1))\n",
+             "def check(h: Headers) -> Result[unit, Error]:\n    return ok(())\n"]
+    prefixes = ['"/items"', '"/"'] if clean else rng.sample(['"/items"', '"/"', '"/other"'], 2)
+    for prefix, guards in zip(prefixes, ["can_write", "check"]):
+        methods = rng.choice(_METHOD_LISTS[:4] if clean else _METHOD_LISTS)
+        place = "last" if clean else rng.choice(_METHODS_PLACES)
+        guards = guards if clean else rng.choice(["can_write", "check", "can_write, check"])
+        args = {"last": f"{guards}, methods={methods}", "first": f"methods={methods}, {guards}",
+                "twice": f"{guards}, methods={methods}, methods={methods}",
+                "keyword": f"{guards}, only={methods}"}[place]
+        parts.append(f"guard({prefix}, {args})\n")
+    routes = [("get", "/items"), ("post", "/items"), ("put", "/items/{id}"),
+              ("delete", "/items/{id}")]
+    if not clean:
+        routes = [(rng.choice(["get", "post", "put", "delete"]), path)
+                  for path in rng.sample(["/items", "/items/{id}", "/other", "/x"], 3)]
+    for index, (method, path) in enumerate(routes):
+        params = ("id: i64" if "{id}" in path else "") + rng.choice(["", ", u: User"] if not
+                                                                    clean else [""])
+        parts.append(f'@{method}("{path}")\nasync def h{index}({params.lstrip(", ")}) -> '
+                     "Result[unit, Error]:\n    return ok(())\n")
+    parts.append("async def main() -> Result[unit, Error]:\n    return ok(())\n")
+    return "\n".join(parts)
+
+
+@pytest.mark.fuzz
+def test_guard_methods_never_raise(tmp_path: Path) -> None:
+    """Random `guard(..., methods=[...])` programs: each gives diagnostics with valid positions
+    or checks and compiles; in one that checks, a guard from a prefix with methods runs only on
+    routes of those methods, and `svcc fmt` keeps the keyword (the laid-out text checks to the
+    same guards)."""
+    from svc.compiler.front.layout import format_text
+
+    rng = random.Random(SEED)
+    target = tmp_path / "methods.svc"
+    programs = [guard_methods_program(rng) for _ in range(EXAMPLES)]
+    rejected_or_compiled(target, iter(programs))
+    for text in programs:
+        target.write_text(text)
+        checked = check(Target(file=str(target)))
+        if isinstance(checked, Failed):
+            continue
+        guards = [(r.method, r.path, [(g.guard, g.methods) for g in r.guards])
+                  for r in checked.program.routes]
+        for method, _, uses in guards:
+            assert all(not methods or method in methods for _, methods in uses), (text, guards)
+        laid, _ = format_text(str(target), text)
+        assert laid is not None and ("methods=" in laid) == ("methods=" in text)
+        target.write_text(laid)
+        again = check(Target(file=str(target)))
+        assert not isinstance(again, Failed)
+        assert [(r.method, r.path, [(g.guard, g.methods) for g in r.guards])
+                for r in again.program.routes] == guards

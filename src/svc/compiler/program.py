@@ -60,7 +60,8 @@ class ParamInfo:
 class GuardUse:
     """One guard a route runs (check/guards.py): the svc function, its Ok value's type (a
     class, or unit), where its arguments come from, and where it is attached: `prefix` is the
-    `guard("/prefix", ...)` declaration's prefix, None for `@guard(...)` on the handler.
+    `guard("/prefix", ...)` declaration's prefix (and its `methods`), None for `@guard(...)` on
+    the handler.
 
     Each argument is a request parameter's name (the route's Headers or Db parameter) or the
     index, in `RouteInfo.guards`, of the earlier guard whose value it takes."""
@@ -71,6 +72,8 @@ class GuardUse:
     is_async: bool
     prefix: Optional[str]
     span: Span
+    #: the prefix's `methods=[...]`: the methods it guards (() for every method)
+    methods: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

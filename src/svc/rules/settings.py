@@ -21,7 +21,8 @@ from svc.rules.traffic import (
 
 #: The tables svc.toml may hold besides its `entry` and `name` keys, in the order they are
 #: listed in messages.
-TABLES = ("config", "server", "cors", "rate_limit", "guard_limits", "jobs")
+TABLES = ("config", "server", "cors", "rate_limit", "guard_limits", "route_limits", "proxies",
+          "jobs")
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,10 @@ class Settings:
     rate_limit: RateLimitSettings | None = None
     #: `[guard_limits.<guard>]`: (guard, its bucket settings), in svc.toml's order.
     guard_limits: tuple[tuple[str, RateLimitSettings], ...] = ()
+    #: `[route_limits."METHOD /path"]`: (route, its bucket settings), in svc.toml's order.
+    route_limits: tuple[tuple[str, RateLimitSettings], ...] = ()
+    #: `[proxies] trusted`: the addresses and networks whose X-Forwarded-For is believed.
+    proxies: tuple[str, ...] = ()
     jobs: JobSettings = field(default_factory=JobSettings)
     #: The checked tables this value was built from: what code generation emits.
     tables: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -68,7 +73,7 @@ class Settings:
     @property
     def has_gate(self) -> bool:
         """Whether requests pass the traffic gate (svc.runtime.traffic.gate) before routing."""
-        return self.cors is not None or self.rate_limit is not None
+        return self.cors is not None or self.rate_limit is not None or bool(self.route_limits)
 
     @staticmethod
     def from_tables(tables: Mapping[str, Any]) -> Settings:
@@ -82,11 +87,17 @@ class Settings:
             demo_routes=bool((tables.get("server") or {}).get("demo_routes", True)),
             cors=None if cors is None else cors_settings(cors),
             rate_limit=None if rate is None else rate_limit_settings(rate),
-            guard_limits=tuple(
-                (guard, rate_limit_settings({**table, "client": "peer"}))
-                for guard, table in (tables.get("guard_limits") or {}).items()),
+            guard_limits=_limits(tables.get("guard_limits")),
+            route_limits=_limits(tables.get("route_limits")),
+            proxies=tuple((tables.get("proxies") or {}).get("trusted", ())),
             jobs=JobSettings(**{key: float(value) for key, value in jobs.items()}),
             tables=MappingProxyType({key: tables[key] for key in TABLES if key in tables}))
+
+
+def _limits(table: Mapping[str, Any] | None) -> tuple[tuple[str, RateLimitSettings], ...]:
+    """The buckets of `[guard_limits]` or `[route_limits]`: (name, settings) per inner table."""
+    return tuple((name, rate_limit_settings({**limit, "client": "peer"}))
+                 for name, limit in (table or {}).items())
 
 
 def jobs_problem(table: dict) -> tuple[str, str] | None:

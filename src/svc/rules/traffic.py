@@ -1,4 +1,4 @@
-"""svc.toml's `[cors]` and `[rate_limit]` tables: their keys, the checks every command makes
+"""svc.toml's `[cors]`, `[rate_limit]`, `[guard_limits]`, `[route_limits]` and `[proxies]` tables: their keys, the checks every command makes
 on them (svc.project, reported at the key like any svc.toml problem), and the plain settings
 the server is built with (svc.runtime.traffic.gate).
 
@@ -20,6 +20,13 @@ the server is built with (svc.runtime.traffic.gate).
     requests_per_second = 1.0                 # (per user, when it gives the user)
     burst = 5
 
+    [route_limits."POST /login"]              # a bucket per client address of one route
+    requests_per_second = 0.2
+    burst = 5
+
+    [proxies]                                 # who may say, in X-Forwarded-For or Forwarded,
+    trusted = ["127.0.0.1", "10.0.0.0/8"]     # which address a request comes from
+
 Plain data and functions only, like svc.rules.config_values: the compiler checks the tables, the
 generated program carries them as literals, and the runtime turns them into settings with
 `cors_settings` and `rate_limit_settings` (which trust a table that passed the checks).
@@ -27,6 +34,7 @@ generated program carries them as literals, and the runtime turns them into sett
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from dataclasses import dataclass
@@ -181,15 +189,101 @@ def guard_limits_problem(table: dict) -> tuple[str, str] | None:
             return name, (f"'{name}' in svc.toml [guard_limits] must be a table named by a guard "
                           f"function ([guard_limits.{name if _NAME.fullmatch(name) else 'f'}] "
                           f"with requests_per_second and burst), got {toml_type(limit)}")
-        if "client" in limit:
-            return f"{name}.client", (f"'client' in svc.toml [guard_limits.{name}] does not "
-                                      "apply: the guard's value is the client")
-        found = rate_limit_problem(limit)
+        found = _inner_limit_problem(limit, f"[guard_limits.{name}]",
+                                     "the guard's value is the client")
         if found is not None:
-            key, message = found
-            message = message.replace("[rate_limit]", f"[guard_limits.{name}]")
-            return (name if key == "rate_limit" else f"{name}.{key}",
-                    message.replace(", client, clients", ", clients"))
+            return (name if found[0] is None else f"{name}.{found[0]}"), found[1]
+    return None
+
+
+def _inner_limit_problem(limit: dict, where: str, why: str) -> tuple[str | None, str] | None:
+    """(key, or None for the table itself, and message) for the first problem of one table
+    of `[guard_limits]` or `[route_limits]`, named `where` in messages: a rate limit's keys
+    but `client`, which does not apply (`why`)."""
+    if "client" in limit:
+        return "client", f"'client' in svc.toml {where} does not apply: {why}"
+    found = rate_limit_problem(limit)
+    if found is None:
+        return None
+    key, message = found
+    message = message.replace("[rate_limit]", where).replace(", client, clients", ", clients")
+    return (None if key == "rate_limit" else key), message
+
+
+#: The methods a route is declared with (`@get` ... `@delete`): a `[route_limits]` key's first word.
+ROUTE_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+_ROUTE_KEY = re.compile(r"([A-Z]+) (/\S*)", re.ASCII)
+
+
+def route_limits_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first problem of a `[route_limits]` table (one table per route,
+    named `"METHOD /path"` as the route is declared), or None; the key is `route` or
+    `route\0key`, the route itself may hold dots. Whether each names a route of the program is
+    checked with the program (svc.pipeline, `route_limit_problem`)."""
+    for route, limit in table.items():
+        match = _ROUTE_KEY.fullmatch(route)
+        if match is None or match.group(1) not in ROUTE_METHODS:
+            return route, (f"'{route}' in svc.toml [route_limits] must name a route as it is "
+                           "declared, a method in upper case and a path: "
+                           "[route_limits.\"POST /login\"]")
+        if not isinstance(limit, dict):
+            return route, (f"'{route}' in svc.toml [route_limits] must be a table "
+                           f"([route_limits.\"{route}\"] with requests_per_second and burst), "
+                           f"got {toml_type(limit)}")
+        found = _inner_limit_problem(limit, f"[route_limits.\"{route}\"]",
+                                     "the client is told apart by its address (see [proxies])")
+        if found is not None:
+            return (route if found[0] is None else f"{route}\0{found[0]}"), found[1]
+    return None
+
+
+def route_limit_problem(route: str, declared: set[str], close: str) -> str | None:
+    """Why `[route_limits."<route>"]` cannot apply to the program whose routes are `declared`
+    (`"METHOD /path"` each), or None; `close` ends the message (a suggestion or "")."""
+    if route in declared:
+        return None
+    return (f"'{route}' in svc.toml [route_limits] is not a route of the program (a method and "
+            f"a path exactly as declared, such as @post(\"/login\") → \"POST /login\"){close}")
+
+
+def proxies_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first problem of a `[proxies]` table, or None."""
+    for key, value in table.items():
+        if key != "trusted":
+            return key, f"unknown key '{key}' in svc.toml [proxies] (allowed: trusted)"
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            return key, ("'trusted' in svc.toml [proxies] must be an array of addresses or "
+                         f"networks like \"10.0.0.0/8\", got {toml_type(value)}")
+        if not value:
+            return key, ("'trusted' in svc.toml [proxies] must name at least one address or "
+                         "network (leave [proxies] out to trust no proxy)")
+        for item in value:
+            problem = network_problem(item)
+            if problem is not None:
+                return key, f"'trusted' in svc.toml [proxies] holds {toml_type(item)}: {problem}"
+    if "trusted" not in table:
+        return "proxies", ("svc.toml [proxies] has no 'trusted' (write: trusted = "
+                           "[\"127.0.0.1\"], the addresses of the proxies in front)")
+    return None
+
+
+def network_problem(text: str) -> str | None:
+    """Why `text` is neither an IP address nor a network (`10.0.0.0/8`), or None."""
+    try:
+        ipaddress.ip_network(text, strict=True)
+    except ValueError as exc:
+        if "host bits set" in str(exc):
+            base = ipaddress.ip_network(text, strict=False)
+            return f"a network's address has bits set past its prefix (write {base})"
+        return "not an IP address or a network (like \"10.0.0.1\", \"10.0.0.0/8\", \"::1\")"
+    return None
+
+
+def proxies_clash(tables: dict) -> str | None:
+    """Why `[rate_limit] client` cannot be given beside `[proxies]`, or None."""
+    if "proxies" in tables and "client" in (tables.get("rate_limit") or {}):
+        return ("'client' in svc.toml [rate_limit] must be left out with [proxies]: the client "
+                "is then the address the trusted proxies name (http.md, \"Rate limits\")")
     return None
 
 
@@ -216,7 +310,8 @@ def cors_settings(table: dict) -> CorsSettings:
 
 
 def rate_limit_settings(table: dict) -> RateLimitSettings:
-    """The settings of a `[rate_limit]` table that passed `rate_limit_problem`."""
+    """The settings of a `[rate_limit]` table that passed `rate_limit_problem` (also of one
+    table of `[guard_limits]` or `[route_limits]`, whose client is not said)."""
     return RateLimitSettings(float(table["requests_per_second"]), int(table["burst"]),
                              str(table.get("client", "peer")),
                              int(table.get("clients", DEFAULT_CLIENTS)))

@@ -17,6 +17,7 @@ from svc.compiler.front import syntax
 from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.program import CheckedProgram, FunctionInfo, RouteInfo
 from svc.compiler.source import Span
+from svc.tools.routes import guard_text
 from svc.compiler.svctypes import (
     STR, UNIT, UNKNOWN, ClassRef, Opt, ResultOf, Type, format_type,
 )
@@ -141,8 +142,7 @@ def _guards_text(route: RouteInfo) -> str:
     """`, guards: require_user (prefix /admin), require_admin`: what the route runs first."""
     if not route.guards:
         return ""
-    return ", guards: " + ", ".join(
-        g.guard if g.prefix is None else f"{g.guard} (prefix {g.prefix})" for g in route.guards)
+    return ", guards: " + ", ".join(guard_text(g) for g in route.guards)
 
 
 def _guarded_text(program: CheckedProgram, name: str) -> str:
@@ -266,9 +266,12 @@ def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover |
 def _prefix_text(program: CheckedProgram, decl: syntax.GuardDecl) -> str:
     """On `guard("/admin", ...)`: its guards and the routes under the prefix."""
     names = ", ".join(g.name for g in decl.guards)
-    routes = [r for r in program.routes if any(g.prefix == decl.prefix for g in r.guards)]
+    methods = "" if decl.methods is None else " on " + " ".join(decl.methods.names)
+    mine = {g.name for g in decl.guards}
+    routes = [r for r in program.routes
+              if any(g.prefix == decl.prefix and g.guard in mine for g in r.guards)]
     where = ", ".join(f"`{r.method} {r.path}`" for r in routes) or "no route"
-    return f"guards of prefix `{decl.prefix}`: {names}\n\nroutes: {where}"
+    return f"guards of prefix `{decl.prefix}`{methods}: {names}\n\nroutes: {where}"
 
 
 def _hover_text(program: CheckedProgram, node: syntax.Node) -> str | None:

@@ -249,10 +249,11 @@ def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
 
 def _rate_limited(program: CheckedProgram, route: RouteInfo) -> bool:
     """svc.toml's `[rate_limit]` limits every route, `[guard_limits]` the routes that run a
-    guard it names (svc.rules.traffic)."""
+    guard it names, `[route_limits]` the routes it names (svc.rules.traffic)."""
     limited = {guard for guard, _ in program.settings.guard_limits}
+    named = {name for name, _ in program.settings.route_limits}
     return program.settings.rate_limit is not None or any(
-        use.guard in limited for use in route.guards)
+        use.guard in limited for use in route.guards) or f"{route.method} {route.path}" in named
 
 
 def _error_response(status: int) -> dict[str, Any]:

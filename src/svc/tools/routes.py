@@ -1,7 +1,8 @@
 """`svcc routes FILE|--project DIR`: the route table as the server serves it.
 
 One line per route of the program, in table order: method, path, handler and the guards the
-route runs, in the order they run (a prefix guard with the prefix it comes from), through the
+route runs, in the order they run (a prefix guard with the prefix it comes from, and its
+methods when it guards only some), through the
 same check as every command (`svc.pipeline.check`), so what it prints is what `svcc run`
 serves. The server's built-in routes come first, marked `(built-in)`.
 """
@@ -18,8 +19,12 @@ DEMO_PATHS = ("/stream", "/ws")
 
 
 def guard_text(use: GuardUse) -> str:
-    """`require_user` for `@guard`, `require_user (prefix /admin)` for a prefix's."""
-    return use.guard if use.prefix is None else f"{use.guard} (prefix {use.prefix})"
+    """`require_user` for `@guard`, `require_user (prefix /admin)` for a prefix's, and
+    `can_write (prefix /items, POST DELETE)` for a prefix's with `methods=[...]`."""
+    if use.prefix is None:
+        return use.guard
+    methods = "".join(f" {method}" for method in use.methods)
+    return f"{use.guard} (prefix {use.prefix}{',' if methods else ''}{methods})"
 
 
 def route_line(route: RouteInfo) -> tuple[str, str, str, str]:

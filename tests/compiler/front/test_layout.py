@@ -307,3 +307,9 @@ def test_guard_declarations_and_attributes_get_the_canonical_layout_once(tmp_pat
     assert found[0] == found[1] == [
         ("/me", [("check", "/me"), ("require_user", None)]),
         ("/admin/x", [("require_user", "/admin"), ("check", "/admin")])]
+
+
+def test_a_prefix_guard_keeps_its_methods_keyword() -> None:
+    """`methods=[...]` is laid out as a named argument (no spaces around `=`) and stays."""
+    messy = 'guard( "/items" , can_write ,methods = [ "POST","DELETE" ] )\n'
+    assert formatted(messy) == 'guard("/items", can_write, methods=["POST", "DELETE"])\n'

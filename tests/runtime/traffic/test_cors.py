@@ -157,15 +157,17 @@ def test_the_reference_samples_of_both_tables_pass_the_checks() -> None:
     import tomllib
     from pathlib import Path
 
-    from svc.rules.traffic import guard_limits_problem, rate_limit_problem
+    from svc.rules.traffic import (
+        guard_limits_problem, proxies_problem, rate_limit_problem, route_limits_problem,
+    )
 
     page = Path(__file__).resolve().parents[3] / "docs" / "reference" / "http.md"
     blocks = re.findall(r"```toml\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
     tables = [tomllib.loads(block) for block in blocks]
-    assert {name for table in tables for name in table} == {"cors", "rate_limit",
-                                                            "guard_limits"}
     checks = {"cors": cors_problem, "rate_limit": rate_limit_problem,
-              "guard_limits": guard_limits_problem}
+              "guard_limits": guard_limits_problem, "route_limits": route_limits_problem,
+              "proxies": proxies_problem}
+    assert {name for table in tables for name in table} == set(checks)
     for table in tables:
         for name, value in table.items():
             assert checks[name](value) is None

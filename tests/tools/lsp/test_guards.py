@@ -131,3 +131,24 @@ def test_broken_guards_never_crash_the_server(client, app):
                     lambda p: p["uri"] == uri(app) and p["diagnostics"] == [], mark)
     assert client.process.poll() is None
     assert "Traceback" not in b"".join(client.stderr).decode(errors="replace")
+
+
+WRITES = APP.replace('guard("/admin", require_user, require_admin)',
+                     'guard("/admin", require_user, require_admin, methods=["POST"])').replace(
+    'async def stats(admin: Admin) -> Result[i64, Error]:\n    return ok(admin.id)',
+    'async def stats() -> Result[i64, Error]:\n    return ok(1)\n\n'
+    '@post("/admin/stats")\nasync def reset(admin: Admin) -> Result[i64, Error]:\n'
+    '    return ok(admin.id)')
+
+
+def test_hovers_show_the_methods_of_a_prefix_guard(tmp_path):
+    path = tmp_path / "writes.svc"
+    path.write_text(WRITES)
+    for client in serving(path):
+        assert hover_text(client, path, WRITES, "reset(admin").endswith(
+            "route: `POST /admin/stats`, guards: require_user (prefix /admin, POST), "
+            "require_admin (prefix /admin, POST)")
+        assert hover_text(client, path, WRITES, "stats()").endswith("route: `GET /admin/stats`")
+        assert hover_text(client, path, WRITES, '"/admin"') == (
+            "guards of prefix `/admin` on POST: require_user, require_admin\n\n"
+            "routes: `POST /admin/stats`")

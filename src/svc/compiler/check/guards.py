@@ -24,6 +24,7 @@ from svc.compiler.program import FunctionInfo, GuardUse, ParamInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import DB, HEADERS, UNIT, UNKNOWN, ClassRef, ResultOf, Type, format_type
 from svc.rules.contract import ParamSource
+from svc.rules.traffic import ROUTE_METHODS
 
 Report = Callable[[str, Span], None]
 #: The names the wrapper gives a Headers or Db that only the guards take.
@@ -62,6 +63,22 @@ class Prefix:
     order: int  # declaration order across the program (load order)
     used: bool = False
 
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """`methods=[...]` as written; () for every method."""
+        return self.decl.methods.names if self.decl.methods is not None else ()
+
+    @property
+    def methods_valid(self) -> bool:
+        """No `methods=[...]`, or one that names methods of routes (else reported already)."""
+        return self.decl.methods is None or bool(self.methods) and all(
+            method in ROUTE_METHODS for method in self.methods)
+
+    def guards_route(self, attr: syntax.RouteAttr) -> bool:
+        """Whether a route declared by `attr` runs this prefix's guards."""
+        return covers(self.decl.prefix, attr.path) and (
+            not self.methods or attr.method in self.methods)
+
 
 @dataclass
 class GuardTable:
@@ -90,20 +107,20 @@ class GuardTable:
         return self._bind(fn, attached, label, report)
 
     def _attached(self, fn: FunctionInfo, attr: syntax.RouteAttr, label: str, report: Report
-                  ) -> list[tuple[str, str | None, Span]] | None:
+                  ) -> list[tuple[str, Prefix | None, Span]] | None:
         """(guard, prefix or None, span) in run order: prefix guards outer prefix first (in
         declaration order for one prefix), then the handler's `@guard`s top to bottom."""
-        found: list[tuple[str, str | None, Span]] = []
+        found: list[tuple[str, Prefix | None, Span]] = []
         ok = True
-        under = [p for p in self.prefixes if covers(p.decl.prefix, attr.path)]
+        under = [p for p in self.prefixes if p.guards_route(attr)]
         under.sort(key=lambda p: (p.decl.prefix.count("/") if p.decl.prefix != "/" else 0,
                                   p.order))
-        wanted: list[tuple[syntax.GuardAttr, str | None, object]] = [
-            (g, p.decl.prefix, p.decl) for p in under for g in p.decl.guards]
+        wanted: list[tuple[syntax.GuardAttr, Prefix | None, object]] = [
+            (g, p, p.decl) for p in under for g in p.decl.guards]
         wanted += [(g, None, fn.decl) for g in fn.decl.guards]
         for p in under:
             p.used = True
-        seen: dict[str, tuple[str | None, Span, object]] = {}
+        seen: dict[str, tuple[Prefix | None, Span, object]] = {}
         for g, prefix, source in wanted:
             if g.name not in self.guards:
                 ok = False  # reported once, where it is named
@@ -112,7 +129,7 @@ class GuardTable:
             if earlier is not None and earlier[2] is source:
                 ok = False  # named twice in one place: reported there (_no_repeats)
             elif earlier is not None:
-                where = (f'guard("{earlier[0]}", ...)' if earlier[0] is not None
+                where = (f'guard("{earlier[0].decl.prefix}", ...)' if earlier[0] is not None
                          else "@guard") + f" at {_where(earlier[1])}"
                 report(f"guard '{g.name}' already applies to {label} (from {where}); a route "
                        "runs each guard once", g.name_span)
@@ -134,7 +151,7 @@ class GuardTable:
                 return None
         return (), (), fn, []
 
-    def _bind(self, fn: FunctionInfo, attached: list[tuple[str, str | None, Span]],
+    def _bind(self, fn: FunctionInfo, attached: list[tuple[str, Prefix | None, Span]],
               label: str, report: Report):
         ok = True
         uses: list[GuardUse] = []
@@ -163,8 +180,9 @@ class GuardTable:
                         ok = False
                         break
                     args.append(index)
-            uses.append(GuardUse(name, self.values[name], tuple(args), guard.is_async, prefix,
-                                 span))
+            uses.append(GuardUse(name, self.values[name], tuple(args), guard.is_async,
+                                 prefix.decl.prefix if prefix else None, span,
+                                 prefix.methods if prefix else ()))
         handler_args: list[str | int] = []
         request: list[tuple[str, Type]] = []
         for index, (pname, t) in enumerate(fn.params):
@@ -197,7 +215,13 @@ class GuardTable:
                         for n in range(2, r.path.count("/") + 2)})
         out = []
         for p in self.prefixes:
-            if p.used or not p.decl.guards or prefix_problem(p.decl.prefix) is not None:
+            if p.used or not p.decl.guards or prefix_problem(p.decl.prefix) is not None \
+                    or not p.methods_valid:
+                continue
+            if p.methods and any(covers(p.decl.prefix, r.path) for r in routes):
+                out.append(Diagnostic(f"guard prefix '{p.decl.prefix}' covers no "
+                                      f"{' or '.join(p.methods)} route of the program (its "
+                                      "routes have other methods)", p.decl.prefix_span))
                 continue
             close = suggest(p.decl.prefix, paths)
             out.append(Diagnostic(f"guard prefix '{p.decl.prefix}' covers no route of the "
@@ -259,6 +283,24 @@ def _check_decl(decl: syntax.GuardDecl, report: Report) -> None:
     if problem is not None:
         report(f"guard prefix '{decl.prefix}' {problem}", decl.prefix_span)
     _no_repeats(decl.guards, f'guard("{decl.prefix}", ...)', report)
+    if decl.methods is not None:
+        _check_methods(decl.methods, f'guard("{decl.prefix}", ...)', report)
+
+
+def _check_methods(methods: syntax.GuardMethods, where: str, report: Report) -> None:
+    """`methods=[...]`: at least one, each a route's method in upper case, each once."""
+    if not methods.methods:
+        report(f"'methods' in {where} names no method: list some, such as methods=[\"POST\"], "
+               "or leave it out for every method", methods.span)
+    seen: set[str] = set()
+    for item in methods.methods:
+        if item.value not in ROUTE_METHODS:
+            hint = (f": write '{item.value.upper()}'" if item.value.upper() in ROUTE_METHODS
+                    else f" (a route's method is one of {', '.join(ROUTE_METHODS)})")
+            report(f"'{item.value}' in {where} is not a method of routes{hint}", item.span)
+        elif item.value in seen:
+            report(f"method '{item.value}' is named twice in {where}", item.span)
+        seen.add(item.value)
 
 
 def _check_attrs(decl: syntax.FunctionDef, report: Report) -> None:

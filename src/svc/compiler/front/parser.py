@@ -13,7 +13,8 @@ from svc.compiler.front import syntax
 from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.lexer import KEYWORDS, Token, tokenize
 from svc.compiler.front.parse_cursor import ParseError
-from svc.compiler.front.parse_expressions import EXPR_START, ExpressionParser
+from svc.compiler.front.parse_expressions import EXPR_START
+from svc.compiler.front.parse_guards import GuardParser
 from svc.compiler.source import SourceFile, Span
 from svc.rules.contract import RECURSION_LIMIT, TriggerKind
 
@@ -41,8 +42,8 @@ def parse(source: SourceFile) -> tuple[syntax.Module, list[Diagnostic]]:
     return module, lex_diagnostics + parser.diagnostics
 
 
-class Parser(ExpressionParser):
-    """Declarations and statements, on top of the expression parser."""
+class Parser(GuardParser):
+    """Declarations and statements, on top of the expression parser (and the guards')."""
 
     # --- declarations -------------------------------------------------------------------------
 
@@ -75,7 +76,9 @@ class Parser(ExpressionParser):
         if kind == "name" and self.tok.value == "enum" and self.peek().kind == "name":
             return self.enum_def()
         if kind == "name" and self.tok.value == "guard" and self.peek().kind == "(":
-            return self.guard_decl()
+            guards = self.guard_decl()
+            self.end_of_line()
+            return guards
         if kind == "name" and self.peek().kind == ":":
             return self.const_def()
         if kind == "indent":
@@ -239,50 +242,6 @@ class Parser(ExpressionParser):
         function.background = background
         function.guards = guards
         return function
-
-    def guard_attr(self) -> syntax.GuardAttr:
-        """`@guard(name)`: one guard function per attribute (several run top to bottom)."""
-        start = self.advance()
-        self.advance()  # 'guard'
-        self.expect("(", "'(' and a guard function's name after '@guard'")
-        name = self.guard_name("@guard")
-        self.accept(",")  # a trailing comma, allowed as in any call
-        if not self.at(")"):
-            raise self.fail("@guard takes one guard function's name: @guard(require_user); "
-                            "write one @guard line per guard")
-        self.advance()
-        return syntax.GuardAttr(self.span_from(start), name.text, name.span)
-
-    def guard_name(self, where: str) -> Token:
-        if not self.at("name"):
-            raise self.fail(f"{where} needs a guard function's name (such as require_user), "
-                            f"found {self.tok.describe()}")
-        return self.advance()
-
-    def guard_decl(self) -> syntax.GuardDecl:
-        """`guard("/prefix", first, second)` at top level: guards for every route under the
-        prefix, run in the order written."""
-        start = self.advance()
-        self.advance()  # '('
-        if not self.at("str"):
-            raise self.fail("guard(...) at top level starts with a path prefix in quotes: "
-                            "guard(\"/admin\", require_admin)")
-        prefix = self.advance()
-        guards: list[syntax.GuardAttr] = []
-        while self.accept(","):
-            if self.at(")"):  # a trailing comma
-                break
-            name = self.guard_name(f'guard("{prefix.text}", ...)')
-            guards.append(syntax.GuardAttr(name.span, name.text, name.span))
-        if not self.at(")"):
-            raise self.fail(f"expected ',' or ')' in guard(...), found {self.tok.describe()}")
-        self.advance()
-        if not guards:
-            self.report(f'guard("{prefix.text}") names no guard function: '
-                        f'guard("{prefix.text}", require_user)', prefix.span)
-        node = syntax.GuardDecl(self.span_from(start), prefix.text, prefix.span, guards)
-        self.end_of_line()
-        return node
 
     def route_attr(self) -> syntax.RouteAttr:
         start = self.advance()

@@ -386,11 +386,26 @@ class GuardAttr(Node):
 @dataclass(eq=False)
 class GuardDecl(Node):
     """`guard("/admin", require_user, require_admin)` at top level: every route whose path is
-    `prefix` or under it (segment-wise) runs these guards, in this order, before its own."""
+    `prefix` or under it (segment-wise), and whose method is one of `methods` when given, runs
+    these guards, in this order, before its own."""
 
     prefix: str
     prefix_span: Span
     guards: list[GuardAttr]
+    #: `methods=["POST", ...]`: only routes with one of these methods run the guards
+    methods: GuardMethods | None = None
+
+
+@dataclass(eq=False)
+class GuardMethods(Node):
+    """`methods=["POST", "PUT"]` in a `GuardDecl`: the string literals as written (their
+    methods are checked by check/guards.py)."""
+
+    methods: list[StrLit]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(item.value for item in self.methods)
 
 
 @dataclass(eq=False)
