@@ -5,6 +5,7 @@
     parse_cursor.py       the parser's position in the tokens, error recording and recovery
     parser.py             tokens → a `syntax.Module` (declarations and statements)
     parse_expressions.py  the parser's types and expressions (precedence climbing)
+    parse_field_rules.py  the parser's field rules: `@length(1, 240)` lines above a class field
     syntax.py             the syntax tree's node classes, and `walk` over a tree
     imports.py            a program's files: read, parsed and ordered by their imports
     layout.py             the canonical layout of a file (`svcc fmt`), from its tokens
