@@ -37,7 +37,7 @@ class FieldRuleParser(ExpressionParser):
                                    "@one_of)")
         if not self.at("("):
             raise self.fail(f"@{name.value} needs its arguments in parentheses, such as "
-                            "@length(1, 240)")
+                            "@length(1, 240)", self.span_from(start))
         opener = self.advance()
         args: list[syntax.Expr] = []
         while not self.at(")"):
