@@ -2,8 +2,8 @@
 
 The compiler checks where a rule may stand and its literal arguments (compiler/check/
 field_rules.py); generated code hands each class's checked rules to the runtime as plain
-tuples (`__svc_rules__`); the runtime tests decoded values with them (runtime/lib/
-field_checks.py) and `svcc openapi` describes them. The tests and the messages are here, once,
+tuples (`__svc_rules__`); binding and `json_decode[T]` test decoded values with them
+(field_checks.py) and `svcc openapi` describes them. The tests and the messages are here, once,
 so what the compiler accepts, what the server answers and what the document says cannot
 disagree (docs/reference/language.md, "Field rules").
 """

@@ -561,7 +561,7 @@ def _bits(t: T.Type) -> str:
 
 def _rules_entries(decl: syntax.ClassDef) -> tuple:
     """`(attribute, JSON name, rules)` per field with checked rules, for `__svc_rules__`
-    (svc.runtime.lib.field_checks reads it); each rule a plain tuple (`field_rules.Rule`)."""
+    (svc.rules.field_checks reads it); each rule a plain tuple (`field_rules.Rule`)."""
     return tuple((field_name(f.name), f.name, tuple(tuple(r.rule) for r in f.rules if r.rule))
                  for f in decl.fields if any(r.rule for r in f.rules))
 

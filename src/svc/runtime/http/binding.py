@@ -7,7 +7,7 @@ request and parameter, for finding the source, encoding the name and looking up 
 converter (measured: ~7k instructions of the ~56k a GET /query costs). What binding refuses
 is a `BindError` naming the parameter (400, or 415 for a body that is not JSON); a body whose
 fields break their class's rules is a 422 naming every such field (only a route whose body
-type has rules gets that check: svc.runtime.lib.field_checks).
+type has rules gets that check: svc.rules.field_checks).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from urllib.parse import unquote_to_bytes
 import msgspec
 
 from svc.rules.contract import INT_RANGES, Param, ParamSource
-from svc.runtime.lib.field_checks import NOT_ACCEPTABLE, checker_of
+from svc.rules.field_checks import NOT_ACCEPTABLE, checker_of
 
 
 class BindError(Exception):

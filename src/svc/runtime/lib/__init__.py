@@ -5,8 +5,6 @@
     stdlib.py       the standard library: text, lists, numbers, time, randomness, hashing
     maps.py         the builtins on `Map[str, T]` (imported only where a map builtin is used)
     errors.py       the error makers that give an answer more than a status and a reason
-    field_checks.py the field rules of a decoded body or `json_decode[T]` value, every failure
-                    named by its path (the rules themselves: svc.rules.field_rules)
     enum_errors.py  the allowed names in a request body's bad enum value (error path only)
     config.py       `config[T]()`: the typed configuration, read once when the program starts
     passwords.py    `hash_password`, `verify_password`: scrypt on threads beside the loop

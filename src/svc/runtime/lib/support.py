@@ -18,7 +18,7 @@ from typing import Annotated
 import msgspec
 
 from svc.rules.contract import I32_MAX, I32_MIN, I64_MAX, I64_MIN
-from svc.runtime.lib.field_checks import checker_of
+from svc.rules.field_checks import checker_of
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
