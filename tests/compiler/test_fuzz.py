@@ -686,3 +686,36 @@ def test_guard_methods_never_raise(tmp_path: Path) -> None:
         assert not isinstance(again, Failed)
         assert [(r.method, r.path, [(g.guard, g.methods) for g in r.guards])
                 for r in again.program.routes] == guards
+
+
+#: Field rules, well and badly written, and the field types they may stand above.
+_RULES = ["@length(1, 240)", "@length(0, 3)", "@length(5, 1)", "@length(-1, 2)", "@length(1)",
+          "@length(x, 2)", "@range(1, 100)", "@range(-5, 5)", "@range(0.0, 1.5)",
+          "@range(1, 3000000000)", "@range(1.5, 1)", '@pattern("[a-z]+")', '@pattern("(")',
+          '@pattern("a", "b")', "@pattern(1)", '@one_of("a", "b")', "@one_of(1, 2)",
+          '@one_of("a", "a")', "@one_of()", "@foo(1)", "@length", "@range(1, 2", "@",
+          "@length(1, 2) x: str", '@one_of(True)', "@range(1 + 1, 3)"]
+_RULE_TYPES = ["str", "str?", "bytes", "List[i64]", "List[Line]", "i64", "i32?", "f64", "bool",
+               "Line", "Map[str, Line]", "Role"]
+
+
+@pytest.mark.fuzz
+def test_field_rules_never_raise(tmp_path: Path) -> None:
+    """Random rules above random fields of a body class: each program gives diagnostics or,
+    when it checks, generates and compiles (the rules' emitted tuples included)."""
+    rng = random.Random(SEED)
+
+    def programs() -> Iterator[str]:
+        for _ in range(EXAMPLES):
+            fields = ""
+            for n in range(rng.randint(1, 4)):
+                rules = [rng.choice(_RULES) for _ in range(rng.randint(0, 3))]
+                fields += "".join(f"    {rule}\n" for rule in rules)
+                fields += f"    f{n}: {rng.choice(_RULE_TYPES)}\n"
+            yield ("enum Role: a, b\n\nclass Line:\n    @range(1, 100)\n    qty: i64\n\n"
+                   f"class Body:\n{fields}\n"
+                   '@post("/b")\nasync def b(body: Body) -> Result[unit, Error]:\n'
+                   "    return ok(())\n\nasync def main() -> Result[unit, Error]:\n"
+                   '    db = try await db_open(":memory:")\n    return await serve(db, 8080)\n')
+
+    rejected_or_compiled(tmp_path / "rules.svc", programs())

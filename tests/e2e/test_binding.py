@@ -73,21 +73,35 @@ def test_body_class_round_trip_and_put(server):
     assert "differ" in _error(server.request("PUT", "/items/2", ITEM), 400)
 
 
-@pytest.mark.parametrize("raw", [
-    b"{",                                                        # malformed
-    b'{"id": 1}',                                                # missing fields
-    b'{"id":1,"name":"a","qty":2,"price":1.5,"note":null,"tags":[],"extra":0}',  # unknown field
-    b'{"id":true,"name":"a","qty":2,"price":1.5,"note":null,"tags":[]}',          # bool for int
-    b'{"id":1,"name":"a","qty":2147483648,"price":1.5,"note":null,"tags":[]}',    # i32 range
-    b'{"id":1,"name":"a","qty":1.5,"price":1.5,"note":null,"tags":[]}',           # float for int
-    b'{"id":1,"name":1,"qty":2,"price":1.5,"note":null,"tags":[]}',               # wrong type
-    b'{"id":1,"name":"\xff","qty":2,"price":1.5,"note":null,"tags":[]}',          # not UTF-8
-    b'{"id":1,"name":"a","qty":2,"price":1.5,"tags":[]}',        # optional field still required
-    b"[]",
-    b"",
+@pytest.mark.parametrize("raw, fields", [
+    (b"{", None),                                                # malformed
+    (b'{"id": 1}', {"name": "missing required field"}),           # missing fields
+    (b'{"id":1,"name":"a","qty":2,"price":1.5,"note":null,"tags":[],"extra":0}',  # unknown field
+     {"extra": "unknown field"}),
+    (b'{"id":true,"name":"a","qty":2,"price":1.5,"note":null,"tags":[]}',          # bool for int
+     {"id": "expected `int`, got `bool`"}),
+    (b'{"id":1,"name":"a","qty":2147483648,"price":1.5,"note":null,"tags":[]}',    # i32 range
+     {"qty": "expected `int` <= 2147483647"}),
+    (b'{"id":1,"name":"a","qty":1.5,"price":1.5,"note":null,"tags":[]}',           # float for int
+     {"qty": "expected `int`, got `float`"}),
+    (b'{"id":1,"name":1,"qty":2,"price":1.5,"note":null,"tags":[]}',               # wrong type
+     {"name": "expected `str`, got `int`"}),
+    (b'{"id":1,"name":"a","qty":2,"price":1.5,"note":null,"tags":[3]}',            # an element
+     {"tags[0]": "expected `str`, got `int`"}),
+    (b'{"id":1,"name":"\xff","qty":2,"price":1.5,"note":null,"tags":[]}', None),  # not UTF-8
+    (b'{"id":1,"name":"a","qty":2,"price":1.5,"tags":[]}',         # optional field still required
+     {"note": "missing required field"}),
+    (b"[]", None),
+    (b"", None),
 ])
-def test_bad_bodies_are_400(server, raw):
-    _error(server.request("POST", "/items", raw=raw, headers={"Content-Type": "application/json"}), 400)
+def test_bad_bodies_are_400(server, raw, fields):
+    """A body that does not read is a 400; when it names a field (a wrong type, a missing or
+    unknown field), the body names it too, in the `fields` shape of a 422."""
+    r = server.request("POST", "/items", raw=raw, headers={"Content-Type": "application/json"})
+    assert r.status == 400, (r.status, r.body)
+    body = r.json()
+    assert body["error"].startswith("invalid request body: ")
+    assert body.get("fields") == fields
 
 
 def test_non_json_content_type_is_415(server):

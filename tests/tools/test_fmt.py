@@ -154,3 +154,15 @@ def test_every_doc_sample_is_in_the_layout(tmp_path: Path) -> None:
     assert unparsed <= {name for name, sample in written if sample.wants_error}, result.stderr
     assert result.stdout == "", "samples not in the layout (line = the ```svc line):\n" + (
         result.stdout.replace(".svc", "").replace("_", ":"))
+
+
+def test_field_rules_stay_one_per_line_above_their_field(tmp_path: Path) -> None:
+    """`@length(1, 240)` lines are laid out like other attributes: spacing made canonical,
+    each kept on its own line above its field, in the order written."""
+    (tmp_path / "app.svc").write_text(
+        "class Task:\n  @length( 1,240 )\n  @pattern( \"[a-z]+\")\n  title :str\n"
+        "  @range(-5 , 5)\n  score: i64\n\ndef main():\n  pass\n")
+    assert fmt("app.svc", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "app.svc").read_text() == (
+        "class Task:\n    @length(1, 240)\n    @pattern(\"[a-z]+\")\n    title: str\n"
+        "    @range(-5, 5)\n    score: i64\n\ndef main():\n    pass\n")

@@ -56,8 +56,9 @@ def test_the_task_manager_document() -> None:
         "schema": {"$ref": "#/components/schemas/TaskInput"}}}}
     assert create["responses"]["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Task"}
-    # The database can refuse with a constraint (409); a body is JSON only (415).
-    assert statuses(create) == [200, 400, 405, 409, 413, 415, 500, 503, 504]
+    # The database can refuse with a constraint (409); a body is JSON only (415); the title's
+    # rule is binding's 422.
+    assert statuses(create) == [200, 400, 405, 409, 413, 415, 422, 500, 503, 504]
     get = paths["/api/tasks/{id}"]["get"]
     assert get["parameters"] == [{"name": "id", "in": "path", "required": True, "schema": I64}]
     assert statuses(get) == [200, 400, 404, 405, 409, 413, 500, 503, 504]
@@ -75,7 +76,13 @@ def test_the_task_manager_document() -> None:
                        "tags": {"type": "array", "items": {"type": "string"}}},
         "required": ["id", "title", "done", "created_at", "updated_at", "priority", "tags"],
         "additionalProperties": False}
-    assert schemas["Error"]["properties"] == {"error": {"type": "string"}}
+    assert schemas["TaskInput"]["properties"]["title"] == {
+        "type": "string", "minLength": 1, "maxLength": 240,
+        "description": "1 to 240 bytes: svc counts the UTF-8 bytes, not the characters"}
+    assert schemas["Error"]["properties"] == {  # a 400 for a body names its field
+        "error": {"type": "string"},
+        "fields": {"type": "object", "additionalProperties": {"type": "string"}}}
+    assert schemas["Error"]["required"] == ["error"]
     for status in ("400", "404", "500"):
         response = get["responses"][status]
         name = response["$ref"].rsplit("/", 1)[1]

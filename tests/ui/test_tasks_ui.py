@@ -239,3 +239,16 @@ def test_phone_width_fits_and_works(page, server):
     for name in ("Add", "Edit", "Delete", "All", "Open", "Done"):
         box = page.get_by_role("button", name=name, exact=True).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], name
+
+
+def test_a_refused_field_is_named_in_the_status_line(page, server, watch):
+    """The server's 422 (TaskInput's `@length(1, 240)` on title) names the field: the page
+    shows its reason. The page refuses such titles itself, so the request is sent through the
+    page's own `perform` and `api`, as the Add button sends it."""
+    watch.allow_http_errors = True  # the 422 is the point of this test
+    page.evaluate("perform(() => api('POST', '/api/tasks', {title: '', done: false}))")
+    status = page.get_by_role("status")
+    expect(status).to_have_text(
+        "the request's fields are not acceptable: title must be 1 to 240 bytes long")
+    expect(status).to_have_class(re.compile(r"\berror\b"))
+    assert server.call("GET", "/api/stats")["total"] == 0

@@ -5,6 +5,10 @@ compiler and applied by the runtime with the same code, so the two cannot disagr
                        schedule descriptions generated code hands the runtime
     patterns.py        regular expressions: the one dialect (RE2's) the checker checks and the
                        runtime runs
+    field_rules.py     field rules (`@length`, `@range`, `@pattern`, `@one_of`): the tests and
+                       messages the compiler's checks, the runtime and `svcc openapi` share
+    field_checks.py    the field rules of a decoded request body or `json_decode[T]` value,
+                       every failure named by its path (binding and support share it)
     outbound_calls.py  an outbound call's method and URL (`http_get`, `http_send`, `http_stub`):
                        a literal that breaks them is a compile error, a computed one a fault
     traffic.py         svc.toml's `[cors]` and `[rate_limit]` tables: their keys, their checks

@@ -21,6 +21,7 @@ from svc.tools.routes import guard_text
 from svc.compiler.svctypes import (
     STR, UNIT, UNKNOWN, ClassRef, Opt, ResultOf, Type, format_type,
 )
+from svc.rules.field_rules import message
 from svc.rules.contract import (
     JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS, TriggerKind,
 )
@@ -207,8 +208,26 @@ def describe_class(program: CheckedProgram, name: str) -> str | None:
         return None
     if name in program.generic_classes:
         name = f"{name}[{', '.join(p.name for p in info.decl.type_params)}]"
-    fields = "".join(f"\n    {n}: {format_type(t)}" for n, t in info.fields)
+    rules = {f.name: f.rules for f in info.decl.fields}
+    fields = "".join("".join(f"\n    {written_rule(r)}" for r in rules.get(n, ()))
+                     + f"\n    {n}: {format_type(t)}" for n, t in info.fields)
     return _code(f"class {name}:{fields}")
+
+
+def written_rule(rule: syntax.FieldRule) -> str:
+    """`@length(1, 240)`, as written (its literal arguments in svc's spelling)."""
+    args = ", ".join(json.dumps(a.value, ensure_ascii=False) if isinstance(a, syntax.StrLit)
+                     else str(getattr(a, "value", "...")) for a in rule.args)
+    return f"@{rule.name}({args})"
+
+
+def describe_field(field: syntax.Field) -> str:
+    """A field, its rules above it as written, and what each says to a value that breaks it."""
+    text = _code("".join(f"{written_rule(r)}\n" for r in field.rules)
+                 + f"{field.name}: {_written(field.annotation)}")
+    said = [f"`@{r.name}`: {message(r.rule)}" for r in field.rules if r.rule is not None]
+    return text + ("\n\nchecked on what comes in (a request body, `json_decode`): "
+                   + "; ".join(said) if said else "")
 
 
 def describe_constant(program: CheckedProgram, name: str) -> str | None:
@@ -254,6 +273,10 @@ def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover |
         item = enclosing_item(module, line)
         text = describe_function(program, item.name) if isinstance(
             item, syntax.FunctionDef) else None
+    elif isinstance(node, syntax.FieldRule) and module is not None:  # the field it is on
+        item = enclosing_item(module, line)
+        text = next((describe_field(f) for f in getattr(item, "fields", ()) if node in f.rules),
+                    None)
     elif isinstance(node, syntax.GuardAttr):  # `@guard(f)` or a name in `guard("/p", f)`
         text = describe_function(program, node.name)
     elif isinstance(node, syntax.GuardDecl):
@@ -290,7 +313,7 @@ def _hover_text(program: CheckedProgram, node: syntax.Node) -> str | None:
     if isinstance(node, syntax.Param):
         return _code(f"{node.name}: {_written(node.annotation)}")
     if isinstance(node, syntax.Field):
-        return _code(f"{node.name}: {_written(node.annotation)}")
+        return describe_field(node)
     if isinstance(node, syntax.NamedType):  # `Page[Task]`: that instantiation's fields
         return (describe_class(program, _written(node)) or describe_class(program, node.name)
                 or _code(_written(node)))

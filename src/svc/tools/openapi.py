@@ -9,6 +9,11 @@ statuses of the `respond` calls its handler can make), and the error responses a
 server can give for that route, all with the `{"error": "..."}` body. The server's own routes
 (`/health`, `/ready`, and `/stream` and `/ws` unless svc.toml switches them off) are described
 too.
+
+A field's rules (`@length`, `@range`, `@pattern`, `@one_of`) are its schema's keywords, and a
+route whose body has rules lists the 422 binding answers. Only the classes the routes expose
+(their parameters, bodies and results, through their fields) are components: a config class
+or a database row class no route reads or answers stays out of the document.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
+from svc.compiler.front import syntax
 from svc.compiler.program import CheckedProgram, RouteInfo
 from svc.tools import openapi_security
 from svc.compiler.svctypes import (
@@ -27,6 +33,7 @@ from svc.compiler.svctypes import (
 )
 from svc.compiler.svctypes import ResponseOf
 from svc.rules.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
+from svc.rules.field_rules import BYTES as COUNTS_BYTES, ITEMS, LENGTH, PATTERN, RANGE, Rule
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA = "Error"
@@ -168,6 +175,9 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
         statuses.add(404)
     if json_body:
         statuses.add(415)
+        body = next(p.type for p in route.params if p.source is ParamSource.BODY)
+        if has_rules(program, body):  # binding's 422 naming the fields that break them
+            statuses.add(422)
     if _rate_limited(program, route):
         statuses.add(429)
     for status in sorted(statuses):
@@ -328,18 +338,26 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
-    """One schema per class, exactly its fields, all required; and the error body."""
+    """One schema per class a route exposes, exactly its fields, all required, each with its
+    rules; and the error body."""
     schemas: dict[str, Any] = {}
+    exposed = exposed_classes(program)
     for name, info in program.classes.items():
+        if name not in exposed:
+            continue
+        rules = field_rules(info.decl)
         schemas[component_name(name)] = {
             "type": "object",
-            "properties": {field: schema_of(t) for field, t in info.fields},
+            "properties": {field: _with_rules(schema_of(t), rules.get(field, ()))
+                           for field, t in info.fields},
             "required": [field for field, _ in info.fields],
             "additionalProperties": False,
         }
     schemas[ERROR_SCHEMA] = {  # `Error` is a type name: no class can have it
         "type": "object",
-        "properties": {"error": {"type": "string"}},
+        # `fields`: a 400 for a body that does not read names the field it is about
+        "properties": {"error": {"type": "string"},
+                       "fields": {"type": "object", "additionalProperties": {"type": "string"}}},
         "required": ["error"],
         "additionalProperties": False,
     }
@@ -351,6 +369,86 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
         "additionalProperties": False,
     }
     return schemas
+
+
+# --- which classes, and their rules ----------------------------------------------------------
+
+def exposed_classes(program: CheckedProgram) -> set[str]:
+    """The classes the routes read or answer: their parameters' and results' types, and the
+    classes those reach through their fields."""
+    found: set[str] = set()
+    pending: list[Type] = [route_ok_type(program, r) for r in program.routes]
+    pending += [p.type for r in program.routes for p in r.params]
+    while pending:
+        t = pending.pop()
+        if isinstance(t, ClassRef) and t.name not in found and t.name in program.classes:
+            found.add(t.name)
+            pending += [ft for _, ft in program.classes[t.name].fields]
+        pending += _inner_types(t)
+    return found
+
+
+def _inner_types(t: Type) -> list[Type]:
+    if isinstance(t, ListOf):
+        return [t.elem]
+    if isinstance(t, Opt):
+        return [t.inner]
+    if isinstance(t, MapOf):
+        return [t.value]
+    if isinstance(t, ResultOf):
+        return [t.ok]
+    if isinstance(t, ResponseOf):
+        return [t.body]
+    return []
+
+
+def has_rules(program: CheckedProgram, t: Type) -> bool:
+    """Whether a value of type `t` holds a field with rules (a body binding checks)."""
+    seen: set[str] = set()
+    pending = [t]
+    while pending:
+        t = pending.pop()
+        if isinstance(t, ClassRef) and t.name not in seen and t.name in program.classes:
+            seen.add(t.name)
+            info = program.classes[t.name]
+            if field_rules(info.decl):
+                return True
+            pending += [ft for _, ft in info.fields]
+        pending += _inner_types(t)
+    return False
+
+
+def field_rules(decl: syntax.ClassDef) -> dict[str, tuple[Rule, ...]]:
+    """A class's checked rules by field (those of its declaration; an instantiation of a
+    generic class has its class's)."""
+    return {f.name: tuple(r.rule for r in f.rules if r.rule)
+            for f in decl.fields if any(r.rule for r in f.rules)}
+
+
+def _with_rules(schema: dict[str, Any], rules: tuple[Rule, ...]) -> dict[str, Any]:
+    """A field's schema with its rules as JSON Schema keywords; on a `T?` field they apply to
+    the value when present, as the keywords of a type do."""
+    schema = dict(schema)
+    for rule in rules:
+        schema.update(_rule_keywords(rule, schema))
+    return schema
+
+
+def _rule_keywords(rule: Rule, schema: dict[str, Any]) -> dict[str, Any]:
+    low, high = rule.args[0], rule.args[-1]
+    if rule.name == LENGTH and rule.counts == ITEMS:
+        return {"minItems": low, "maxItems": high}
+    if rule.name == LENGTH and rule.counts == COUNTS_BYTES and "contentEncoding" in schema:
+        return {"description": f"{low} to {high} bytes (decoded)"}
+    if rule.name == LENGTH:
+        return {"minLength": low, "maxLength": high, "description":
+                f"{low} to {high} bytes: svc counts the UTF-8 bytes, not the characters"}
+    if rule.name == RANGE:
+        return {"minimum": low, "maximum": high}
+    if rule.name == PATTERN:
+        return {"pattern": f"^(?:{rule.args[0]})$"}
+    values: list[Any] = list(rule.args)
+    return {"enum": values + [None] if isinstance(schema.get("type"), list) else values}
 
 
 # --- the server's own routes ----------------------------------------------------------------------

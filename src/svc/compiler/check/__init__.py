@@ -15,6 +15,7 @@
     constants.py    module-level constants (literal-built values) and enums
     some.py         `Some(x)` as an expression
     maps.py         `Map[str, T]`: the written type and the empty map
+    field_rules.py  `@length`, `@range`, `@pattern` and `@one_of` above a class's fields
     generics.py     generic classes `class Page[T]:` and their instantiations
     regex_patterns.py  the regular-expression builtins' patterns (literals RE2 accepts)
     routes.py       the route table and its rules

@@ -18,6 +18,7 @@ from svc.compiler.check import generics, http_types as check_http
 from svc.compiler.check.body import BodyChecker
 from svc.compiler.check.constants import check_constants, check_enum, enum_type
 from svc.compiler.check.context import CheckContext, Definition, suggest
+from svc.compiler.check.field_rules import check_field_rules
 from svc.compiler.front import syntax
 from svc.compiler.builtin_table import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
@@ -81,6 +82,7 @@ class Checker:
                 generics.check_template(self, d.decl, d.file)
             elif isinstance(d.decl, syntax.ClassDef):
                 self.ctx.program.classes[name] = self.resolve_class(d.decl, d.file)
+        check_field_rules(self.ctx)
         for name, d in self.ctx.definitions.items():
             if isinstance(d.decl, syntax.FunctionDef):
                 self.ctx.program.functions[name] = self.resolve_function(d.decl, d.file)

@@ -227,6 +227,10 @@ class _ModuleGen:
             # a tuple of constants is a constant to compile() (typeshed lists scalars only)
             ast.Assign(targets=[_store("__svc_fields__")],
                        value=ast.Constant(fields))]  # type: ignore[arg-type]
+        rules = _rules_entries(decl)
+        if rules:  # only a class with rules of its own: binding checks nothing for the others
+            body.append(ast.Assign(targets=[_store("__svc_rules__")],
+                                   value=ast.Constant(rules)))  # type: ignore[arg-type]
         keywords = [ast.keyword(arg="forbid_unknown_fields", value=ast.Constant(True))]
         renamed = {field_name(n): n for n, _ in info.fields if field_name(n) != n}
         if renamed:
@@ -553,6 +557,13 @@ class _ModuleGen:
 
 def _bits(t: T.Type) -> str:
     return "64" if t == T.I64 else "32"
+
+
+def _rules_entries(decl: syntax.ClassDef) -> tuple:
+    """`(attribute, JSON name, rules)` per field with checked rules, for `__svc_rules__`
+    (svc.rules.field_checks reads it); each rule a plain tuple (`field_rules.Rule`)."""
+    return tuple((field_name(f.name), f.name, tuple(tuple(r.rule) for r in f.rules if r.rule))
+                 for f in decl.fields if any(r.rule for r in f.rules))
 
 
 def _field_entry(name: str, t: T.Type) -> tuple:

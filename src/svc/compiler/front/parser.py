@@ -14,6 +14,7 @@ from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.front.lexer import KEYWORDS, Token, tokenize
 from svc.compiler.front.parse_cursor import ParseError
 from svc.compiler.front.parse_expressions import EXPR_START
+from svc.compiler.front.parse_field_rules import FieldRuleParser
 from svc.compiler.front.parse_guards import GuardParser
 from svc.compiler.source import SourceFile, Span
 from svc.rules.contract import RECURSION_LIMIT, TriggerKind
@@ -42,8 +43,9 @@ def parse(source: SourceFile) -> tuple[syntax.Module, list[Diagnostic]]:
     return module, lex_diagnostics + parser.diagnostics
 
 
-class Parser(GuardParser):
-    """Declarations and statements, on top of the expression parser (and the guards')."""
+class Parser(GuardParser, FieldRuleParser):
+    """Declarations and statements, on top of the expression parser (and the guards',
+    parse_guards.py, and the field rules' lines, parse_field_rules.py)."""
 
     # --- declarations -------------------------------------------------------------------------
 
@@ -198,7 +200,8 @@ class Parser(GuardParser):
                 return
 
     def field(self) -> syntax.Field:
-        if self.tok.kind in ("def", "async", "@"):
+        rules = self.field_rules() if self.at("@") else []
+        if self.tok.kind in ("def", "async"):
             raise self.fail("a class has only fields 'name: Type'; define functions at "
                             "top level")
         if self.at("indent"):
@@ -211,7 +214,7 @@ class Parser(GuardParser):
         if self.at("="):
             raise self.fail("class fields have no default values")
         self.end_of_line()
-        return syntax.Field(self.span_from(name), name.text, annotation)
+        return syntax.Field(self.span_from(name), name.text, annotation, rules)
 
     def routed_function(self) -> syntax.FunctionDef | syntax.ClassDef:
         """A function under attributes: route attributes, or a background one (@job, @every,

@@ -18,6 +18,7 @@ from typing import Iterator, Optional, Union
 from svc.compiler.source import Span
 from svc.compiler.svctypes import Type
 from svc.rules.contract import TriggerKind
+from svc.rules.field_rules import Rule
 
 
 @dataclass(eq=False)
@@ -318,9 +319,22 @@ class Import(Node):
 
 
 @dataclass(eq=False)
+class FieldRule(Node):
+    """`@length(1, 240)` on its own line above a class field: the rule's name as written and
+    its arguments (the checker requires literals: check/field_rules.py)."""
+
+    name: str
+    name_span: Span
+    args: list[Expr] = field(default_factory=list)
+    # checker: the rule as the runtime and `svcc openapi` read it (None after an error)
+    rule: Optional[Rule] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
 class Field(Node):
     name: str
     annotation: TypeExpr
+    rules: list[FieldRule] = field(default_factory=list)  # the attribute lines above it
 
 
 @dataclass(eq=False)

@@ -5,7 +5,9 @@ its parameters, that does exactly what the route needs in order, with each param
 converter and error reasons already in place. A generic loop over the parameters paid, per
 request and parameter, for finding the source, encoding the name and looking up the
 converter (measured: ~7k instructions of the ~56k a GET /query costs). What binding refuses
-is a `BindError` naming the parameter (400, or 415 for a body that is not JSON).
+is a `BindError` naming the parameter (400, or 415 for a body that is not JSON); a body whose
+fields break their class's rules is a 422 naming every such field (only a route whose body
+type has rules gets that check: svc.rules.field_checks).
 """
 
 from __future__ import annotations
@@ -18,14 +20,25 @@ from urllib.parse import unquote_to_bytes
 import msgspec
 
 from svc.rules.contract import INT_RANGES, Param, ParamSource
+from svc.rules.field_checks import NOT_ACCEPTABLE, checker_of
+
 
 class BindError(Exception):
-    """A request whose arguments cannot be bound: answered with `status` and `reason`."""
+    """A request whose arguments cannot be bound: answered with `status` and `reason`, and
+    `fields`, what is wrong with each field of the body, when that is known."""
 
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, fields: dict[str, str] | None = None) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.fields = fields
+
+    def body(self) -> bytes:
+        """The answer's JSON: `{"error": reason}`, with `"fields"` when there are some (the
+        shape of an `unprocessable` error's answer)."""
+        if self.fields:
+            return msgspec.json.encode({"error": self.reason, "fields": self.fields})
+        return msgspec.json.encode({"error": self.reason})
 
 
 # --- typed conversion of path and query values ------------------------------------------------
@@ -143,7 +156,33 @@ def decode_body(decoder: msgspec.json.Decoder, body: bytes, content_type: bytes 
         if message.startswith("Invalid enum value"):  # name the members (error path only)
             from svc.runtime.lib.enum_errors import with_allowed_names
             message = with_allowed_names(message, decoder.type)
-        raise BindError(400, f"invalid request body: {message}")
+        fields = field_of(message) if isinstance(exc, msgspec.ValidationError) else None
+        raise BindError(400, f"invalid request body: {message}", fields)
+
+
+def checked(value: Any, check: Callable[[Any], dict]) -> Any:
+    """The decoded body, or a 422 naming every field that breaks its rule."""
+    failures = check(value)
+    if failures:
+        raise BindError(422, NOT_ACCEPTABLE, failures)
+    return value
+
+
+def field_of(message: str) -> dict[str, str] | None:
+    """msgspec's "Expected `str`, got `int` - at `$.items[0].title`" as the field it names and
+    what is wrong with it, `{"items[0].title": "expected `str`, got `int`"}`: the `fields`
+    shape of a 422. A missing or unknown field is named itself; None when no field is named
+    (a body that is not an object)."""
+    text, _, at = message.partition(" - at `$")
+    path = at[:-1].lstrip(".")
+    for start, what in (("Object missing required field `", "missing required field"),
+                        ("Object contains unknown field `", "unknown field")):
+        if text.startswith(start):
+            name = text[len(start):-1]
+            return {f"{path}.{name}" if path else name: what}
+    if not path:
+        return None
+    return {path: text[:1].lower() + text[1:]}
 
 
 def not_utf8(body: bytes) -> str:
@@ -226,7 +265,11 @@ def _bind_one(i: int, param: Param, capture_index: dict[str, int],
                 "    else:", *("    " + line for line in _converted(i, _invalid(param, "query")))]
     if source is ParamSource.BODY:
         names[f"decoder{i}"] = decoders[param.name]
-        return [f"    a{i} = decode_body(decoder{i}, body, content_type)"]
+        check = checker_of(param.type)
+        if check is None:  # no rule anywhere in the body's type: nothing more to do
+            return [f"    a{i} = decode_body(decoder{i}, body, content_type)"]
+        names["checked"], names[f"check{i}"] = checked, check
+        return [f"    a{i} = checked(decode_body(decoder{i}, body, content_type), check{i})"]
     if source is ParamSource.RAW:
         return [f"    a{i} = memoryview(body)" if param.type == "view" else f"    a{i} = bytes(body)"]
     if source is ParamSource.DB:

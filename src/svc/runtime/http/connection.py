@@ -310,8 +310,8 @@ class Connection(asyncio.Protocol):
         route.answer.serve(self, req, route, captures)
 
     def refuse(self, req: Request, refusal: BindError) -> None:
-        """Arguments that do not bind: 400 (or 415) naming the parameter."""
-        self.finish(req, refusal.status, JSON, error_body(refusal.reason))
+        """Arguments that do not bind: 400 (or 415, 422) naming the parameter or fields."""
+        self.finish(req, refusal.status, JSON, refusal.body())
 
     def start_handler(self, req: Request, route: CompiledRoute, run) -> None:
         """A handler's coroutine that may await: run its first step now, deadline set."""

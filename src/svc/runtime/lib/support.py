@@ -18,6 +18,7 @@ from typing import Annotated
 import msgspec
 
 from svc.rules.contract import I32_MAX, I32_MIN, I64_MAX, I64_MIN
+from svc.rules.field_checks import checker_of
 
 _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
@@ -409,14 +410,24 @@ def _finite(value) -> bool:
 
 def json_decode(tp, data) -> object:
     """`json_decode[T](s)`: strict decoding into `tp` (exact fields, exact types, ranges);
-    any problem is an `invalid` error whose message says what and where."""
+    any problem is an `invalid` error whose message says what and where. A value whose fields
+    break their class's rules is an `unprocessable` error naming each such field."""
     decoder = _decoders.get(tp)
     if decoder is None:
         decoder = _decoders[tp] = msgspec.json.Decoder(tp)
     try:
-        return decoder.decode(data)
+        value = decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
         return SvcError("invalid", json_error_message(exc))
+    check = checker_of(tp)  # None (after the first call, one lookup) for a type without rules
+    failures = check(value) if check is not None else None
+    if failures:
+        return SvcError("unprocessable", DECODED_NOT_ACCEPTABLE, None, (), failures)
+    return value
+
+
+#: The message of `json_decode[T]`'s error for a value whose fields break their rules.
+DECODED_NOT_ACCEPTABLE = "the JSON value's fields are not acceptable"
 
 
 def json_error_message(exc: Exception) -> str:
