@@ -9,10 +9,8 @@ runs again), and rows locked in id order (`/transfers-in-order`). The servers ru
 like the "every core" section.
 """
 
-import time
-
-from harness import ledger
-from harness.servers import ROOT, WORK, RunningServer, ServerSpec
+from harness import ledger, postgres
+from harness.servers import ROOT, RunningServer, ServerSpec
 
 ALL_CPUS = "0,1"
 SPEC = ServerSpec("svc-ledger", (str(ROOT / ".venv/bin/svcc"), "run", str(ledger.PROGRAM)),
@@ -24,19 +22,9 @@ ROUTES = {ledger.REQUEST_ORDER: "request order, run again",
           ledger.ID_ORDER: "id order, run again"}
 
 
-def _database(kind: str, label: str) -> str:
-    if kind == "postgresql":
-        from harness import postgres
-
-        return postgres.fresh_database(f"ledger_{label}")
-    path = WORK / f"ledger-{label}.sqlite"
-    for leftover in WORK.glob(path.name + "*"):
-        leftover.unlink()
-    return str(path)
-
-
 def measure_variant(kind: str, instances: int, path: str, log) -> dict:
-    url = _database(kind, f"{kind}_{instances}_{path.strip('/').replace('-', '_')}")
+    route = path.strip("/").replace("-", "_")
+    url = postgres.fresh_url(kind, f"ledger_{kind}_{instances}_{route}")
     servers = [RunningServer(SPEC, {"SVC_DB": url}, cpus=ALL_CPUS) for _ in range(instances)]
     try:
         for server in servers:

@@ -13,7 +13,8 @@ PostgreSQL cluster is the run's private one (harness/postgres.py).
 import time
 import urllib.request
 
-from harness.servers import ROOT, WORK, RunningServer, ServerSpec
+from harness import postgres
+from harness.servers import ROOT, RunningServer, ServerSpec
 
 ALL_CPUS = "0,1"
 SPEC = ServerSpec("svc-jobs", (str(ROOT / ".venv/bin/svcc"), "run", "bench/jobs.svc"),
@@ -60,19 +61,8 @@ def _post(port: int, path: str, timeout: float = 600) -> None:
             raise RuntimeError(f"POST {path} answered {answer.status}")
 
 
-def _database(kind: str, label: str) -> str:
-    if kind == "postgresql":
-        from harness import postgres
-
-        return postgres.fresh_database(f"jobs_{label}")
-    path = WORK / f"jobs-{label}.sqlite"
-    for leftover in WORK.glob(path.name + "*"):
-        leftover.unlink()
-    return str(path)
-
-
 def measure_variant(kind: str, workers: int, count: int, log) -> dict:
-    url = _database(kind, f"{kind}_{workers}")
+    url = postgres.fresh_url(kind, f"jobs_{kind}_{workers}")
     env = {"SVC_DB": url, "SVC_WORKERS": str(workers)}
     with RunningServer(SPEC, env, cpus=ALL_CPUS) as server:
         counter = Counter(url)

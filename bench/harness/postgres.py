@@ -9,7 +9,7 @@ users table each of them seeds with the same 1,000 rows.
 import atexit
 import sys
 
-from harness.servers import ROOT, SERVER_CPU
+from harness.servers import ROOT, SERVER_CPU, WORK
 
 _cluster = None
 
@@ -33,3 +33,14 @@ def fresh_database(name: str) -> str:
     _cluster.sql(f"DROP DATABASE IF EXISTS {name}")
     _cluster.sql(f"CREATE DATABASE {name}")
     return _cluster.url(name)
+
+
+def fresh_url(kind: str, name: str) -> str:
+    """A new, empty database called `name` on `kind` ("postgresql": of the run's cluster;
+    "sqlite": a file in bench/.work, its leftovers removed): its URL or path."""
+    if kind == "postgresql":
+        return fresh_database(name)
+    path = WORK / f"{name}.sqlite"
+    for leftover in WORK.glob(path.name + "*"):
+        leftover.unlink()
+    return str(path)
