@@ -200,6 +200,10 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("json_decode[T](text) -> Result[T, Error]", (TEXT,), RESULT_OF_TYPE_ARG,
        "lib.support.json_decode", "Decodes JSON text (str, bytes or view[bytes]) into a T, or an "
        "invalid error saying what and where.", errors=INVALID, type_param=JSON_TYPE),
+    _b("json_decode_lenient[T](text) -> Result[T, Error]", (TEXT,), RESULT_OF_TYPE_ARG,
+       "lib.support.json_decode_lenient", "As json_decode[T], but object fields that T's "
+       "classes do not declare are ignored, at any depth (another service's answer).",
+       errors=INVALID, type_param=JSON_TYPE),
     # results and errors
     _b("ok(value: T)", (OK_VALUE,), FROM_CONTEXT, UNBOXED,
        "The success of a Result, holding value (ok(()) for Result[unit, Error])."),
