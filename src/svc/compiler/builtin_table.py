@@ -110,7 +110,8 @@ EMBEDDED_TEXT = SpecialForm("embedded_text")  # include_text(f): the text, read 
 ABS_BY_TYPE = SpecialForm("abs_by_type")  # abs(x): stdlib abs64, abs32 or absf, by x's type
 WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes,
 #   jobs, schedules); test_request(...): test_client.test_request(..., routes); run_jobs(db):
-#   jobs.run_jobs(db, jobs) (the entry module's tables, codegen/builtin_calls.py)
+#   jobs.run_jobs(db, jobs), run_jobs_now(db) alike (the entry module's tables,
+#   codegen/builtin_calls.py)
 HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
 ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue(db, "name",
 #                                           p, the job's attempts, its deadline in ms)
@@ -432,6 +433,10 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async run_jobs(db: Db) -> Result[i64, Error]", (DB,), ResultOf(I64), WITH_ROUTES,
        "Runs, one at a time, every job due now (and those they enqueue) until none is due, as "
        "the server would; how many runs it made (test files only).", errors=DATABASE_ERRORS,
+       test_only=True, effect="runs jobs"),
+    _b("async run_jobs_now(db: Db) -> Result[i64, Error]", (DB,), ResultOf(I64), WITH_ROUTES,
+       "As run_jobs, but every queued job waiting for its next attempt is due now (its backoff "
+       "skipped); how many runs it made (test files only).", errors=DATABASE_ERRORS,
        test_only=True, effect="runs jobs"),
     # server
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),

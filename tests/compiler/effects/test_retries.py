@@ -160,7 +160,8 @@ def test_every_builtin_is_judged():
     with_effect = {name for name, b in BUILTINS.items() if b.effect}
     assert with_effect == {
         "print", "log_info", "log_warn", "log_error", "http_get", "http_send", "http_stub",
-        "test_request", "assert_true", "assert_eq", "db_migrate", "run_jobs", "serve",
+        "test_request", "assert_true", "assert_eq", "db_migrate", "run_jobs", "run_jobs_now",
+        "serve",
         "task_demo", "scope_demo", "actor_demo", "actor_pair_demo", "supervisor_demo",
         "queue_demo"}
     without = set(BUILTINS) - with_effect
