@@ -85,6 +85,19 @@ def test_a_valid_host_is_accepted_and_http_1_0_needs_none(host):
     assert (first.path, second.path) == ("/1", "/2")  # each request has its own count
 
 
+@pytest.mark.parametrize("target, path, query", [
+    (b"http://h/api/stats", "/api/stats", b""),
+    (b"http://h", "/", b""),
+    (b"http://h?x=1", "/", b"x=1"),
+    (b"https://h:8443/a/b?", "/a/b", b""),
+])
+def test_absolute_form_target_without_a_query_or_a_path(target, path, query):
+    """httptools' stub says a URL's parts are bytes, but an absent one is None: the compiled
+    module, which checks the stub's types, answered these 400 (issue 35)."""
+    [req] = feed_all(b"GET " + target + b" HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert (req.path, req.query, req.target) == (path, query, target)
+
+
 def test_expect_continue_names_the_path_the_router_resolves_and_the_target_as_received():
     [ask] = HttpConnection().feed(b"POST http://example.com/p?q=1 HTTP/1.1\r\nHost: example.com\r\n"
                                   b"Content-Length: 3\r\nExpect: 100-continue\r\n\r\n")

@@ -268,6 +268,13 @@ def test_a_request_without_exactly_one_valid_host_is_400_and_closed(server, head
         assert b"HTTP/1.1" not in client.buffer  # the request after it was not answered
 
 
+def test_an_absolute_target_without_a_query_is_served(server):
+    with Client(server.port) as client:
+        client.send(b"GET http://h/health HTTP/1.1\r\nHost: h\r\n\r\n")
+        resp = client.response()
+        assert (resp.status, resp.body) == (200, b"ok")
+
+
 def test_an_http_1_0_request_needs_no_host(server):
     with Client(server.port) as client:
         client.send(b"GET /health HTTP/1.0\r\n\r\n")

@@ -20,7 +20,7 @@ keeps the raw bytes that follow for the upgraded protocol. Deadlines are the ser
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 import httptools
 
@@ -428,7 +428,9 @@ def _other_target(url: bytes, method: bytes) -> tuple[bytes, bytes]:
     """`http://host/p?q` → (b"/p", b"q"); `OPTIONS *` (RFC 9110 §7.1, the server as a whole)
     → (b"*", b""); anything else that is not `/...` is refused."""
     if url[:7] == b"http://" or url[:8] == b"https://":
-        parsed = httptools.parse_url(url)
+        # Any: httptools' stub types the parts as bytes, but an absent one is None, and the
+        # compiled module would check the stub's type (a 400 for `http://h/p`).
+        parsed: Any = httptools.parse_url(url)
         return parsed.path or b"/", parsed.query or b""
     if url == b"*" and method == b"OPTIONS":
         return b"*", b""
