@@ -719,3 +719,38 @@ def test_field_rules_never_raise(tmp_path: Path) -> None:
                    '    db = try await db_open(":memory:")\n    return await serve(db, 8080)\n')
 
     rejected_or_compiled(tmp_path / "rules.svc", programs())
+
+
+#: Pieces for test_error_values_and_lenient_json_never_raise: error makers where an Error, an
+#: Error?, a Result or nothing is expected, and lenient decoding of good and bad types.
+_ERROR_MAKERS = ['error("a")', 'not_found("b")', 'conflict("c")', 'unauthorized("d")',
+                 'forbidden("e")', 'internal_error("f")', 'too_many_requests("g", 3)',
+                 'unprocessable("h", reasons)', "ok(1)", "fail(kept)", 'error(1)', "not_found()"]
+_ERROR_PLACES = ["let e: Error = {}", "let e: Error? = {}", "e = {}", "let n: i64 = {}",
+                 "let es: List[Error] = [{}]", "append(es, {})", "c = Holder(e={})",
+                 "return fail({})", "return {}", "x = use({})", "set(by_name, \"k\", {})"]
+_LENIENT_CALLS = ["json_decode_lenient[Answer](text)", "json_decode_lenient[List[Answer]](text)",
+                  "json_decode_lenient[i64](text)", "json_decode_lenient[Error](text)",
+                  "json_decode_lenient(text)", "json_decode_lenient[Answer](1)",
+                  "json_decode_lenient[Answer, i64](text)", "json_decode_lenient[Answer?](text)"]
+
+
+@pytest.mark.fuzz
+def test_error_values_and_lenient_json_never_raise(tmp_path: Path) -> None:
+    """Random error makers in random places (issue 35's errors as values) and random
+    json_decode_lenient calls: each program checks (and then generates and compiles) or
+    gives diagnostics with valid positions, never an exception."""
+    rng = random.Random(SEED)
+
+    def program() -> str:
+        place = rng.choice(_ERROR_PLACES).format(rng.choice(_ERROR_MAKERS))
+        lenient = rng.choice(["a = try {}", "let r: Result[Answer, Error] = {}", "x = {}"])
+        return ("class Answer:\n    token: str\n\nclass Holder:\n    e: Error\n\n"
+                "def use(e: Error) -> i64:\n    return 1\n\n"
+                "def f(kept: Error, text: str) -> Result[i64, Error]:\n"
+                "    let reasons: Map[str, str] = Map()\n    let es: List[Error] = []\n"
+                "    let by_name: Map[str, Error] = Map()\n"
+                f"    {lenient.format(rng.choice(_LENIENT_CALLS))}\n"
+                f"    {place}\n    return ok(len(es))\n\ndef main():\n    pass\n")
+
+    rejected_or_compiled(tmp_path / "errors.svc", (program() for _ in range(EXAMPLES)))

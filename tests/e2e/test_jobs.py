@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import time
 
 import pytest
@@ -208,12 +209,13 @@ def test_a_bad_job_concurrency_is_refused_at_start(tmp_path, value):
 
 def test_svcc_test_runs_jobs_with_run_jobs():
     """tests/e2e/programs/jobs_test.svc: handler tests enqueue, run the due jobs with run_jobs,
-    and check the effect, the backoff and the dead letter."""
+    and check the effect, the backoff and the dead letter; run_jobs_now runs a retry without
+    waiting for its backoff (an hour)."""
     from tests.helpers.svc_process import run_to_end
 
     done = run_to_end(["test", str(PROGRAM)], timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 passed, 0 failed" in done.stdout
+    assert "5 passed, 0 failed" in done.stdout
     assert "no attempts left, it is dead" in done.stdout + done.stderr
 
 
@@ -230,5 +232,24 @@ def test_a_retry_runs_when_it_is_due_not_at_the_next_poll(database_url, tmp_path
         wait_for(lambda: job_rows(database_url, "flaky")[0][0] == "done", timeout=30)
         assert time.monotonic() - started < 20  # a poll would have come after 60 s
         assert job_rows(database_url, "flaky")[0][1] == 3
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_failed_jobs_last_error_is_the_cause_not_the_clients_text(database_url):
+    """Issue 35: a job whose outbound call fails records why (the refusal, as the log says
+    it), not the text a client of a 502 would see ("the upstream service failed")."""
+    with socket.socket() as probe:  # a port of 127.0.0.1 that nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = start_jobs(database_url)
+    try:
+        server.request("POST", f"/notify/{port}")
+        wait_for(lambda: [r[0] for r in job_rows(database_url, "notify")] == ["dead"])
+        [(_, _, error)] = job_rows(database_url, "notify")
+        assert error.startswith(f"outbound GET http://127.0.0.1:{port}/hook: cannot connect"), error
+        assert "upstream service failed" not in error
+        log = server.log(until="no attempts left")
+        assert error in log  # the log line and the row say the same
     finally:
         assert server.stop() == 0

@@ -64,7 +64,11 @@ ParamSpec = Union[Type, Kind]
 # Derived result types:
 SAME_AS_ARG = "same_as_arg"  # the first argument's type (`copy`)
 OPT_OF_MAP_VALUE = "opt_of_map_value"  # T? for a first argument Map[str, T] (`get`)
-FROM_CONTEXT = "from_context"  # the Result type the context expects (`ok`, `error`, ...)
+FROM_CONTEXT = "from_context"  # the Result type the context expects (`ok`, `fail`)
+#: The error makers (`error`, `not_found`, ...): the Error itself where the context expects an
+#: Error (`let e: Error = not_found("..")`, kept and returned later with fail), else as
+#: FROM_CONTEXT. Either way the call makes the same value: a Result is unboxed at run time.
+ERROR_OR_RESULT = "error_or_result"
 RESULT_OF_TYPE_ARG = "result_of_type_arg"  # Result[T, Error] (`json_decode[T]`)
 RESULT_LIST_OF_TYPE_ARG = "result_list_of_type_arg"  # Result[List[T], Error] (`db_all[T]`)
 RESULT_OPT_OF_TYPE_ARG = "result_opt_of_type_arg"  # Result[T?, Error] (`db_one[T]`)
@@ -106,7 +110,8 @@ EMBEDDED_TEXT = SpecialForm("embedded_text")  # include_text(f): the text, read 
 ABS_BY_TYPE = SpecialForm("abs_by_type")  # abs(x): stdlib abs64, abs32 or absf, by x's type
 WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, port, routes,
 #   jobs, schedules); test_request(...): test_client.test_request(..., routes); run_jobs(db):
-#   jobs.run_jobs(db, jobs) (the entry module's tables, codegen/builtin_calls.py)
+#   jobs.run_jobs(db, jobs), run_jobs_now(db) alike (the entry module's tables,
+#   codegen/builtin_calls.py)
 HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
 ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue(db, "name",
 #                                           p, the job's attempts, its deadline in ms)
@@ -196,14 +201,18 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("json_decode[T](text) -> Result[T, Error]", (TEXT,), RESULT_OF_TYPE_ARG,
        "lib.support.json_decode", "Decodes JSON text (str, bytes or view[bytes]) into a T, or an "
        "invalid error saying what and where.", errors=INVALID, type_param=JSON_TYPE),
+    _b("json_decode_lenient[T](text) -> Result[T, Error]", (TEXT,), RESULT_OF_TYPE_ARG,
+       "lib.support.json_decode_lenient", "As json_decode[T], but object fields that T's "
+       "classes do not declare are ignored, at any depth (another service's answer).",
+       errors=INVALID, type_param=JSON_TYPE),
     # results and errors
     _b("ok(value: T)", (OK_VALUE,), FROM_CONTEXT, UNBOXED,
        "The success of a Result, holding value (ok(()) for Result[unit, Error])."),
-    _b("error(reason: str)", (STR,), FROM_CONTEXT, "lib.support.error",
+    _b("error(reason: str)", (STR,), ERROR_OR_RESULT, "lib.support.error",
        "An error of kind invalid (a 400 from a handler).", errors=INVALID),
-    _b("not_found(reason: str)", (STR,), FROM_CONTEXT, "lib.support.not_found",
+    _b("not_found(reason: str)", (STR,), ERROR_OR_RESULT, "lib.support.not_found",
        "An error of kind not_found (a 404 from a handler).", errors=frozenset({"not_found"})),
-    _b("internal_error(reason: str)", (STR,), FROM_CONTEXT, "lib.support.internal_error",
+    _b("internal_error(reason: str)", (STR,), ERROR_OR_RESULT, "lib.support.internal_error",
        "An error of kind internal (a 500; the reason goes to the log only).",
        errors=frozenset({"internal"})),
     _b("fail(e: Error)", (ERROR,), FROM_CONTEXT, UNBOXED,
@@ -212,19 +221,19 @@ BUILTINS: dict[str, Builtin] = dict([
        "The kind of an error: invalid, not_found, conflict, unauthorized, forbidden, "
        "unprocessable, too_many_requests, internal, database, timeout, busy or bad_gateway."),
     _b("error_message(e: Error) -> str", (ERROR,), STR, ERROR_FIELD, "The message of an error."),
-    _b("conflict(reason: str)", (STR,), FROM_CONTEXT, "lib.support.conflict",
+    _b("conflict(reason: str)", (STR,), ERROR_OR_RESULT, "lib.support.conflict",
        "An error of kind conflict (a 409 from a handler).", errors=frozenset({"conflict"})),
-    _b("unauthorized(reason: str)", (STR,), FROM_CONTEXT, "lib.support.unauthorized",
+    _b("unauthorized(reason: str)", (STR,), ERROR_OR_RESULT, "lib.support.unauthorized",
        "An error of kind unauthorized (a 401 from a handler).",
        errors=frozenset({"unauthorized"})),
-    _b("forbidden(reason: str)", (STR,), FROM_CONTEXT, "lib.support.forbidden",
+    _b("forbidden(reason: str)", (STR,), ERROR_OR_RESULT, "lib.support.forbidden",
        "An error of kind forbidden (a 403 from a handler).", errors=frozenset({"forbidden"})),
     # errors whose answers say more (runtime/lib/errors.py)
-    _b("unprocessable(reason: str, fields: Map[str, str])", (STR, MapOf(STR)), FROM_CONTEXT,
+    _b("unprocessable(reason: str, fields: Map[str, str])", (STR, MapOf(STR)), ERROR_OR_RESULT,
        "lib.errors.unprocessable", "An error of kind unprocessable (a 422 from a handler) naming "
        "what is wrong with each field: {\"error\": reason, \"fields\": fields}.",
        errors=frozenset({"unprocessable"})),
-    _b("too_many_requests(reason: str, retry_after_s: i64)", (STR, I64), FROM_CONTEXT,
+    _b("too_many_requests(reason: str, retry_after_s: i64)", (STR, I64), ERROR_OR_RESULT,
        "lib.errors.too_many_requests", "An error of kind too_many_requests (a 429 from a handler) "
        "whose answer carries Retry-After: retry_after_s (0 or more).",
        errors=frozenset({"too_many_requests"})),
@@ -424,6 +433,10 @@ BUILTINS: dict[str, Builtin] = dict([
     _b("async run_jobs(db: Db) -> Result[i64, Error]", (DB,), ResultOf(I64), WITH_ROUTES,
        "Runs, one at a time, every job due now (and those they enqueue) until none is due, as "
        "the server would; how many runs it made (test files only).", errors=DATABASE_ERRORS,
+       test_only=True, effect="runs jobs"),
+    _b("async run_jobs_now(db: Db) -> Result[i64, Error]", (DB,), ResultOf(I64), WITH_ROUTES,
+       "As run_jobs, but every queued job waiting for its next attempt is due now (its backoff "
+       "skipped); how many runs it made (test files only).", errors=DATABASE_ERRORS,
        test_only=True, effect="runs jobs"),
     # server
     _b("async serve(db: Db, port: i64) -> Result[unit, Error]", (DB, I64), ResultOf(UNIT),

@@ -33,7 +33,7 @@ def test_a_builtin_lists_error_kinds_exactly_when_it_makes_errors():
     an error on); the kinds are the language's."""
     for b in B.BUILTINS.values():
         makes_errors = (isinstance(b.returns, ResultOf) or b.returns in _RESULT_OF_TYPE_ARG
-                        or (b.returns == B.FROM_CONTEXT and b.lowering != B.UNBOXED))
+                        or b.returns == B.ERROR_OR_RESULT)
         assert bool(b.errors) == makes_errors, b.name
         assert b.errors <= set(STATUS_BY_KIND), b.name
 

@@ -99,9 +99,9 @@ def test_options_on_a_path_is_204_with_its_methods_and_nothing_else():
 
 
 def test_options_on_a_builtin_path_and_on_a_post_only_path():
-    assert parse(exchange(b"OPTIONS /health HTTP/1.1\r\n\r\n"))[:2] == (
+    assert parse(exchange(b"OPTIONS /health HTTP/1.1\r\nHost: t\r\n\r\n"))[:2] == (
         204, [("Allow", "GET, HEAD, OPTIONS")])
-    assert parse(exchange(b"OPTIONS /only-post HTTP/1.1\r\n\r\n"))[:2] == (
+    assert parse(exchange(b"OPTIONS /only-post HTTP/1.1\r\nHost: t\r\n\r\n"))[:2] == (
         204, [("Allow", "OPTIONS, POST")])
 
 
@@ -119,34 +119,34 @@ def test_star_is_a_bad_target_for_any_other_method(method):
 
 
 def test_options_on_an_unknown_path_is_404():
-    assert parse(exchange(b"OPTIONS /nowhere HTTP/1.1\r\n\r\n"))[0] == 404
+    assert parse(exchange(b"OPTIONS /nowhere HTTP/1.1\r\nHost: t\r\n\r\n"))[0] == 404
 
 
 def test_options_with_connection_close_closes_and_keeps_the_allow_line():
-    status, fields, _ = parse(exchange(b"OPTIONS /items/1 HTTP/1.1\r\nConnection: close\r\n\r\n"))
+    status, fields, _ = parse(exchange(b"OPTIONS /items/1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"))
     assert status == 204 and ("Connection", "close") in fields
     assert ("Allow", "DELETE, GET, HEAD, OPTIONS, PATCH") in fields
 
 
 def test_405_allow_lists_patch_and_options():
-    status, fields, body = parse(exchange(b"PUT /items/1 HTTP/1.1\r\nContent-Length: 0\r\n\r\n"))
+    status, fields, body = parse(exchange(b"PUT /items/1 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"))
     assert status == 405 and body == b'{"error":"method not allowed"}'
     assert ("Allow", "DELETE, GET, HEAD, OPTIONS, PATCH") in fields
 
 
 def test_patch_binds_its_json_body_like_put_and_post():
     raw = b'{"title":"new"}'
-    status, _, body = parse(exchange(b"PATCH /items/4 HTTP/1.1\r\nContent-Type: application/json"
+    status, _, body = parse(exchange(b"PATCH /items/4 HTTP/1.1\r\nHost: t\r\nContent-Type: application/json"
                                      b"\r\nContent-Length: %d\r\n\r\n%s" % (len(raw), raw)))
     assert (status, body) == (200, b'{"id":4,"title":"new"}')
-    status, _, body = parse(exchange(b'PATCH /items/4 HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}'))
+    status, _, body = parse(exchange(b'PATCH /items/4 HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\n{}'))
     assert status == 400 and b"title" in body
 
 
 # --- errors with header fields and field reasons -------------------------------------------------
 
 def _fail(kind: str) -> tuple[int, list[tuple[str, str]], bytes]:
-    return parse(exchange(b"GET /fail/" + kind.encode() + b" HTTP/1.1\r\n\r\n"))
+    return parse(exchange(b"GET /fail/" + kind.encode() + b" HTTP/1.1\r\nHost: t\r\n\r\n"))
 
 
 def test_401_carries_www_authenticate():
@@ -189,7 +189,7 @@ def test_fields_are_sent_in_the_order_they_were_set():
 
 
 def test_head_of_an_error_keeps_its_fields_without_the_body():
-    raw = exchange(b"HEAD /fail/slow HTTP/1.1\r\n\r\n")
+    raw = exchange(b"HEAD /fail/slow HTTP/1.1\r\nHost: t\r\n\r\n")
     status, fields, body = parse(raw)
     assert status == 429 and ("Retry-After", "30") in fields and body == b""
 

@@ -23,28 +23,28 @@ pytestmark = pytest.mark.compiled_path
 
 def test_content_type_and_length_belong_to_their_own_request():
     conn = HttpConnection()
-    events = conn.feed(b"POST /a HTTP/1.1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"
-                       b"GET /b HTTP/1.1\r\n\r\n"
-                       b"POST /c HTTP/1.1\r\nContent-Length: 1\r\n\r\nx")
+    events = conn.feed(b"POST /a HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi"
+                       b"GET /b HTTP/1.1\r\nHost: t\r\n\r\n"
+                       b"POST /c HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx")
     assert [(e.__class__, e.path, e.content_type, e.body) for e in events] == [
         (Request, "/a", b"text/plain", b"hi"), (Request, "/b", None, b""), (Request, "/c", None, b"x")]
 
 
 def test_the_last_content_type_counts_and_a_second_length_is_refused():
-    [req] = HttpConnection().feed(b"POST /a HTTP/1.1\r\nContent-Type: text/plain\r\n"
+    [req] = HttpConnection().feed(b"POST /a HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
                                   b"content-type: application/json\r\nContent-Length: 2\r\n\r\n{}")
     assert req.content_type == b"application/json"
-    [reject] = HttpConnection().feed(b"POST /a HTTP/1.1\r\nContent-Length: 2\r\n"
+    [reject] = HttpConnection().feed(b"POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
                                      b"content-length: 2\r\n\r\n{}")
     assert (reject.__class__, reject.status) == (Reject, 400)
     assert "duplicate content-length" in reject.reason.lower()
 
 
 def test_a_body_over_the_limit_is_refused_from_its_length_alone():
-    head = f"POST /a HTTP/1.1\r\nContent-Length: {BODY_LIMIT + 1}\r\n\r\n".encode()
+    head = f"POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: {BODY_LIMIT + 1}\r\n\r\n".encode()
     [reject] = HttpConnection().feed(head)
     assert (reject.status, reject.reason) == (413, "request body too large")
-    [req] = HttpConnection().feed(f"POST /a HTTP/1.1\r\nContent-Length: {BODY_LIMIT}\r\n\r\n".encode()
+    [req] = HttpConnection().feed(f"POST /a HTTP/1.1\r\nHost: t\r\nContent-Length: {BODY_LIMIT}\r\n\r\n".encode()
                                   + b"x" * BODY_LIMIT)
     assert len(req.body) == BODY_LIMIT
 

@@ -225,7 +225,7 @@ def test_headers_just_under_64k_are_fine(server):
 
 def test_endless_header_is_431_without_waiting_for_its_end(server):
     with Client(server.port) as client:
-        client.send(b"GET /health HTTP/1.1\r\nX-Endless: ")
+        client.send(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Endless: ")
         try:
             for _ in range(20):
                 client.send(b"a" * 8192)
@@ -240,8 +240,8 @@ def test_endless_header_is_431_without_waiting_for_its_end(server):
     b"GET /health HTTP/9.9\r\n\r\n",
     b"GET /health HTTP/1.1\nHost: x\n\n",
     b"GET /he alth HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"GET /health HTTP/1.1\r\nBad Header: x\r\n\r\n",
-    b"GET /health HTTP/1.1\r\nX: a\x00b\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: t\r\nBad Header: x\r\n\r\n",
+    b"GET /health HTTP/1.1\r\nHost: t\r\nX: a\x00b\r\n\r\n",
     b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS ClientHello
     b"GET * HTTP/1.1\r\nHost: x\r\n\r\n",
 ])
@@ -252,6 +252,33 @@ def test_malformed_requests_are_400_and_closed(server, raw):
         assert resp.status == 400, resp
         assert resp.json()["error"].startswith(("malformed", "unsupported"))
         assert client.closed_by_peer()
+
+
+@pytest.mark.parametrize("head, reason", [
+    (b"GET /health HTTP/1.1\r\n", "missing Host header"),
+    (b"GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n", "more than one Host header"),
+    (b"GET /health HTTP/1.1\r\nHost: x y\r\n", "invalid Host header"),
+])
+def test_a_request_without_exactly_one_valid_host_is_400_and_closed(server, head, reason):
+    with Client(server.port) as client:
+        client.send(head + b"\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        resp = client.response()
+        assert (resp.status, resp.json()) == (400, {"error": reason})
+        assert client.closed_by_peer()
+        assert b"HTTP/1.1" not in client.buffer  # the request after it was not answered
+
+
+def test_an_absolute_target_without_a_query_is_served(server):
+    with Client(server.port) as client:
+        client.send(b"GET http://h/health HTTP/1.1\r\nHost: h\r\n\r\n")
+        resp = client.response()
+        assert (resp.status, resp.body) == (200, b"ok")
+
+
+def test_an_http_1_0_request_needs_no_host(server):
+    with Client(server.port) as client:
+        client.send(b"GET /health HTTP/1.0\r\n\r\n")
+        assert client.response().status == 200
 
 
 @pytest.mark.parametrize("framing", [
@@ -268,7 +295,7 @@ def test_malformed_requests_are_400_and_closed(server, raw):
 ])
 def test_request_smuggling_shapes_are_400(server, framing):
     with Client(server.port) as client:
-        client.send(b"POST /raw HTTP/1.1\r\nHost: x\r\n" + framing + b"\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n")
+        client.send(b"POST /raw HTTP/1.1\r\nHost: x\r\n" + framing + b"\r\n0\r\n\r\nGET /health HTTP/1.1\r\nHost: t\r\n\r\n")
         resp = client.response()
         assert resp.status == 400, resp
         assert client.closed_by_peer()

@@ -104,6 +104,40 @@ def test_json_round_trip_and_strictness():
     assert s.json_decode(s.Optional[s.T_I64], "null") is None
 
 
+class Tree(msgspec.Struct, forbid_unknown_fields=True, rename={"class_": "class"}):
+    class_: "s.T_STR"
+    kids: "s.List[Tree]"
+    by_name: "s.Dict[str, Point]"
+    best: "s.Optional[Point]"
+    data: "s.T_BYTES"
+
+
+def test_json_decode_lenient_ignores_unknown_fields_at_every_depth():
+    text = ('{"class": "a", "extra": 1, "data": "AA==", "best": {"x": 1, "tags": [], "z": 0},'
+            ' "by_name": {"p": {"x": 2, "tags": ["t"], "more": {"y": 1}}},'
+            ' "kids": [{"class": "b", "kids": [], "by_name": {}, "best": null, "data": "",'
+            ' "deep": [1, 2]}]}')
+    tree = s.json_decode_lenient(Tree, text)
+    assert tree == Tree(class_="a", data=b"\0", best=Point(x=1, tags=[]),
+                        by_name={"p": Point(x=2, tags=["t"])},
+                        kids=[Tree(class_="b", kids=[], by_name={}, best=None, data=b"")])
+    assert s.json_decode(Tree, text).kind == "invalid"  # json_decode stays strict
+    assert s.json_decode_lenient(s.List[Point], b'[{"x":1,"tags":[],"y":2}]') == \
+        [Point(x=1, tags=[])]
+
+
+def test_json_decode_lenient_keeps_every_other_error_of_json_decode():
+    bad = ['{"x":true,"tags":[]}', '{"x":1}', '{"x":1.5,"tags":[]}', '{"x":1,"tags":[2]}',
+           '{"x":9223372036854775808,"tags":[]}', "{", "[]", "null", '{"x":1,"tags":{}}',
+           b'{"x":1,"tags":["\xff"]}']
+    for text in bad:
+        lenient, strict = s.json_decode_lenient(Point, text), s.json_decode(Point, text)
+        assert isinstance(lenient, s.SvcError) and lenient.kind == "invalid", text
+        assert lenient.message == strict.message, text
+    assert s.json_decode_lenient(s.T_I32, "2147483648").kind == "invalid"
+    assert s.json_decode_lenient(s.Optional[s.T_I64], "null") is None
+
+
 def test_env_and_sleep(monkeypatch):
     monkeypatch.setenv("SVC_TEST_ENV", "yes")
     assert s.env("SVC_TEST_ENV", "no") == "yes" and s.env("SVC_TEST_UNSET_X", "no") == "no"

@@ -3,7 +3,8 @@
 A call is resolved by name (a local variable, then a declaration, then a builtin) and gets the
 annotations the code generator relies on: `call_kind`, `target`, and for generic builtins the
 checked type argument. Context typing reaches calls too: `ok(v)` and `error(..)` take their
-Result type from the `expected` type. `await` is checked here because it applies only to a
+Result type from the `expected` type (where an Error is expected, an error maker makes the Error
+itself). `await` is checked here because it applies only to a
 call of an async function or builtin.
 """
 
@@ -23,8 +24,8 @@ from svc.compiler.check.expressions import (
 from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, BYTES, DB, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, EnumRef, ListOf, MapOf, Opt,
-    ResultOf, Type, is_json_type,
+    BOOL, BYTES, DB, ERROR, I32, NONE, NUMBERS, STR, TX, UNKNOWN, ClassRef, EnumRef, ListOf,
+    MapOf, Opt, ResultOf, Type, is_json_type,
 )
 from svc.compiler.svctypes import HEADERS, ResponseOf
 
@@ -277,16 +278,10 @@ class CallChecker(ExpressionChecker):
 
     def builtin_result(self, call, b: B.Builtin, expected, type_arg, arg_types) -> Type:
         r = b.returns
-        if r == B.FROM_CONTEXT:
-            if isinstance(expected, ResultOf):
-                return expected
-            if expected is None:
-                self.error(f"cannot tell which Result type {b.name}(...) makes here; use it in a "
-                           "return, an argument or a let with a declared Result type", call.span)
-            elif expected != UNKNOWN:
-                self.error(f"{b.name}(...) makes a Result, but {fmt(expected)} is expected",
-                           call.span)
-            return UNKNOWN
+        if r == B.ERROR_OR_RESULT and expected in (ERROR, Opt(ERROR)):
+            return ERROR  # an error value kept for later (`fail(e)`): the same run-time value
+        if r in (B.FROM_CONTEXT, B.ERROR_OR_RESULT):
+            return self.result_from_context(call, b, expected)
         if r == B.SAME_AS_ARG:
             return arg_types[0] if arg_types else UNKNOWN
         if r == B.OPT_OF_MAP_VALUE:
@@ -310,6 +305,20 @@ class CallChecker(ExpressionChecker):
             return ResultOf(Opt(type_arg))
         assert isinstance(r, Type), f"{b.name}: unknown result rule {r!r}"
         return r
+
+    def result_from_context(self, call: syntax.Call, b: B.Builtin, expected) -> Type:
+        """`ok(..)`, `fail(..)` and the error makers make the Result type the context
+        expects; without one, there is no telling which (an error maker may make an Error)."""
+        if isinstance(expected, ResultOf):
+            return expected
+        wanted = "Result or Error" if b.returns == B.ERROR_OR_RESULT else "Result"
+        if expected is None:
+            self.error(f"cannot tell which Result type {b.name}(...) makes here; use it in a "
+                       f"return, an argument or a let with a declared {wanted} type", call.span)
+        elif expected != UNKNOWN:
+            self.error(f"{b.name}(...) makes a {wanted}, but {fmt(expected)} is expected",
+                       call.span)
+        return UNKNOWN
 
     def type_argument(self, call: syntax.Call, b: B.Builtin) -> Type | None:
         """The checked type argument of a generic builtin (None when absent or invalid)."""

@@ -183,13 +183,14 @@ def _abs_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
 #: The builtins that also get tables of the entry module: the function each calls, and which.
 _TABLE_USERS = {"serve": ("http.server", "serve", (ROUTES, JOBS, SCHEDULES, SETTINGS)),
                 "test_request": ("http.test_client", "test_request", (ROUTES, SETTINGS)),
-                "run_jobs": ("background.jobs", "run_jobs", (JOBS, SETTINGS))}
+                "run_jobs": ("background.jobs", "run_jobs", (JOBS, SETTINGS)),
+                "run_jobs_now": ("background.jobs", "run_jobs_now", (JOBS, SETTINGS))}
 
 
 def _with_routes(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
     """`serve(db, port)` also gets the entry module's route, job and schedule tables and its
     settings (svc.rules.settings); `test_request(...)` its routes and settings, `run_jobs(db)`
-    its jobs and settings."""
+    and `run_jobs_now(db)` its jobs and settings."""
     module, function, tables = _TABLE_USERS[e.target or ""]
     return _call(gen.runtime(module, function), args + [_name(t) for t in tables])
 

@@ -136,6 +136,11 @@ FROM picked WHERE j.id = picked.id
 RETURNING j.id, j.name, j.payload, j.attempt, j.max_attempts, j.deadline_ms""",
 }
 
+#: `run_jobs_now`: the queued jobs waiting for a later attempt are due now (?1); the job names
+#: are inlined as in _CLAIM.
+_DUE_NOW = ("UPDATE svc_jobs SET run_at = ?1 WHERE state = 'queued' AND run_at > ?1 "
+            "AND name IN ({names})")
+
 _DONE = ("UPDATE svc_jobs SET state = 'done', finished_at = ?3, locked_by = NULL, "
          "locked_until = NULL WHERE id = ?1 AND locked_by = ?2")
 _RETRY = ("UPDATE svc_jobs SET state = 'queued', run_at = ?3, last_error = ?4, locked_by = NULL, "
@@ -316,6 +321,13 @@ def insert_statement() -> str:
 
 def claim_statement(dialect: str, names: list[str]) -> str:
     return _CLAIM[dialect].format(names=", ".join(f"'{n}'" for n in names))
+
+
+async def make_due(db: Db, names: list[str]) -> int | SvcError:
+    """Make every queued job of these names due now, however long its backoff still had to
+    run (`run_jobs_now` in a test)."""
+    names_sql = ", ".join(f"'{n}'" for n in names)
+    return await db._submit(EXEC, _DUE_NOW.format(names=names_sql), (now_ms(),), None)
 
 
 async def claim(db: Db, statement: str, runner: str, count: int,

@@ -238,12 +238,16 @@ class JobRunner:
 RUN_JOBS_LIMIT = 10_000
 
 
-async def run_jobs(db: Db, jobs: list[Job], settings: Settings | None = None) -> int | SvcError:
+async def run_jobs(db: Db, jobs: list[Job], settings: Settings | None = None,
+                   due_now: bool = False) -> int | SvcError:
     """`run_jobs(db)` in a test: claim and run the due jobs one at a time, as a server's runner
     would (a failure is recorded and retried later, after its backoff), until none is due.
-    `settings`: the program's (svc.toml's `[jobs]`), which generated code hands in."""
+    `settings`: the program's (svc.toml's `[jobs]`), which generated code hands in.
+    `due_now` (`run_jobs_now`): the jobs waiting for a later attempt are due at once first, so
+    a test of a retry does not sleep through the backoff."""
     if not isinstance(db, Db):
-        return SvcError("invalid", "run_jobs needs a database handle")
+        name = "run_jobs_now" if due_now else "run_jobs"
+        return SvcError("invalid", f"{name} needs a database handle")
     if db._holders:
         held = refuse_if_held(db)
         if held is not None:
@@ -251,6 +255,10 @@ async def run_jobs(db: Db, jobs: list[Job], settings: Settings | None = None) ->
     made = await store.create_tables(db)
     if isinstance(made, SvcError) or not jobs:
         return made if isinstance(made, SvcError) else 0
+    if due_now:
+        due = await store.make_due(db, [job.name for job in jobs])
+        if isinstance(due, SvcError):
+            return due
     runner = JobRunner(db, jobs, ServerLog(), concurrency=1,
                        timings=(settings or Settings()).jobs)
     for runs in range(RUN_JOBS_LIMIT + 1):
@@ -263,6 +271,14 @@ async def run_jobs(db: Db, jobs: list[Job], settings: Settings | None = None) ->
                                 "enqueue itself?")
 
 
+async def run_jobs_now(db: Db, jobs: list[Job], settings: Settings | None = None,
+                       ) -> int | SvcError:
+    """`run_jobs_now(db)` in a test: `run_jobs`, after making every queued job due now (its
+    backoff skipped); a run that fails during the call waits its backoff as usual, so each
+    call makes at most one more attempt of a failing job."""
+    return await run_jobs(db, jobs, settings, due_now=True)
+
+
 async def run_once(call: Awaitable[Any], deadline_s: float) -> str | None:
     """Await one run of a job or scheduled function, cancelled at its deadline (database calls
     in it give up by then too, as in a request): None when it succeeded, else what went wrong."""
@@ -273,8 +289,8 @@ async def run_once(call: Awaitable[Any], deadline_s: float) -> str | None:
         return f"it passed its deadline of {deadline_s:g}s"
     except Exception as exc:  # a fault in svc code: logged, and a failed run
         return f"fault: {fault_message(exc)}"
-    if result.__class__ is SvcError:
-        return f"{result.kind}: {result.message}"
+    if result.__class__ is SvcError:  # the cause as the log has it, not the client's text
+        return result.detail or f"{result.kind}: {result.message}"
     return None
 
 

@@ -140,7 +140,9 @@ async def send(method: str, url: str, headers: Headers, body: str) -> Response |
         outcome = failure.kind
         _failed(method, target, failure)
         message = TIMEOUT_MESSAGE if failure.kind == "timeout" else BAD_GATEWAY_MESSAGE
-        return SvcError(failure.kind, message)
+        # the cause rides along for the logs (a job's last_error), never for the client
+        return SvcError(failure.kind, message, f"outbound {method} {target.shown}: "
+                                               f"{failure.detail}")
     finally:
         elapsed = time.perf_counter() - started
         _hook_after(hook, outcome)

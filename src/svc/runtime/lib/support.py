@@ -16,6 +16,7 @@ import typing
 from typing import Annotated
 
 import msgspec
+import msgspec.inspect
 
 from svc.rules.contract import I32_MAX, I32_MIN, I64_MAX, I64_MIN
 from svc.rules.field_checks import checker_of
@@ -428,6 +429,41 @@ def json_decode(tp, data) -> object:
 
 #: The message of `json_decode[T]`'s error for a value whose fields break their rules.
 DECODED_NOT_ACCEPTABLE = "the JSON value's fields are not acceptable"
+
+
+def json_decode_lenient(tp, data) -> object:
+    """`json_decode_lenient[T](s)`: as `json_decode`, but object fields that T's classes do not
+    declare are ignored, at any depth: another service's answer may say more than we read.
+
+    msgspec cannot relax a Struct's `forbid_unknown_fields` per decoder, so the text is read
+    as plain JSON values, the unknown fields dropped by walking `tp`'s shape, and the rest
+    converted with the same strict rules (and messages, `$.id`) as `json_decode`."""
+    shape = _shapes.get(tp)
+    if shape is None:
+        shape = _shapes[tp] = msgspec.inspect.type_info(tp)
+    try:
+        return msgspec.convert(_known_fields(msgspec.json.decode(data), shape), tp)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
+        return SvcError("invalid", json_error_message(exc))
+
+
+_shapes: dict = {}
+
+
+def _known_fields(value, shape):
+    """`value` (plain JSON values) without the object fields `shape` does not declare."""
+    if value.__class__ is dict:
+        if isinstance(shape, msgspec.inspect.StructType):
+            fields = {f.encode_name: f.type for f in shape.fields}
+            return {k: _known_fields(v, fields[k]) for k, v in value.items() if k in fields}
+        if isinstance(shape, msgspec.inspect.DictType):
+            return {k: _known_fields(v, shape.value_type) for k, v in value.items()}
+    elif value.__class__ is list and isinstance(shape, msgspec.inspect.ListType):
+        return [_known_fields(item, shape.item_type) for item in value]
+    if isinstance(shape, msgspec.inspect.UnionType):  # T?: T or None
+        inner = [t for t in shape.types if not isinstance(t, msgspec.inspect.NoneType)]
+        return _known_fields(value, inner[0]) if len(inner) == 1 else value
+    return value  # a scalar, or a shape that does not fit: convert says what is wrong
 
 
 def json_error_message(exc: Exception) -> str:
