@@ -149,15 +149,22 @@ INTERNAL = error_body("internal error")
 RETRY_AFTER = b"Retry-After: 1\r\n"
 
 
+#: The statuses of an outbound call's errors (`bad_gateway`, `timeout`).
+_LOGGED_WHERE_THEY_FAILED = frozenset({502, 504})
+
+
 def error_for(err: SvcError) -> tuple[int, bytes, str | None]:
     """(status, JSON body, detail for the server log or None) for an svc `Error` value; an
     `unprocessable` error's body names its fields: `{"error": ..., "fields": {...}}`."""
     status = STATUS_BY_KIND.get(err.kind, 500)
     if status == 500:
         return 500, INTERNAL, f"{err.kind} error: {err.message}"
+    # an outbound call's failure was logged where it failed (lib/outbound.py); its detail
+    # rides along for a job's last_error, not for a second line
+    detail = None if status in _LOGGED_WHERE_THEY_FAILED else err.detail
     if err.fields is not None:
-        return status, _encoder.encode({"error": err.message, "fields": err.fields}), err.detail
-    return status, error_body(err.message), err.detail
+        return status, _encoder.encode({"error": err.message, "fields": err.fields}), detail
+    return status, error_body(err.message), detail
 
 
 def error_answer(err: SvcError) -> tuple[int, bytes, bytes, str | None]:
