@@ -14,7 +14,7 @@ USER_4K = {"id": 7, "name": "n" * 4096, "age": 41}
 JSON = {"Content-Type": "application/json"}
 
 # (method, path, headers, body, expected status, expected JSON body, or None to check only
-# the status and that an error body is {"error": <str>}).
+# the status and that an error body is {"error": <str>}, svc's with the fields it names).
 CASES = [
     ("GET", "/small", {}, None, 200, {"id": 1, "name": "ada", "age": 36}),
     ("GET", "/query?limit=5&name=x", {}, None, 200, {"id": 5, "name": "x", "age": 30}),
@@ -120,9 +120,18 @@ def check_case(port: int, case) -> str | None:
     value = json.loads(data)
     if expected is not None and value != expected:
         return f"{label}: body {data[:100]!r}, expected {expected!r}"
-    if expected is None and not (isinstance(value, dict) and list(value) == ["error"] and isinstance(value["error"], str)):
+    if expected is None and not _is_error_body(value):
         return f"{label}: error body {data[:100]!r}, expected {{\"error\": \"...\"}}"
     return None
+
+
+def _is_error_body(value) -> bool:
+    """`{"error": str}`, and for svc's 400s also `"fields"`: each field named, with why."""
+    if not isinstance(value, dict) or not isinstance(value.get("error"), str):
+        return False
+    fields = value.get("fields", {})
+    return set(value) <= {"error", "fields"} and isinstance(fields, dict) \
+        and all(isinstance(reason, str) for reason in fields.values())
 
 
 def check_health(port: int) -> str | None:
