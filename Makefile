@@ -26,9 +26,9 @@ run: native
 # work, and a machine without a C compiler runs only the second kind. Only the modules of
 # svc.native.MODULES differ between the two runs, so the second takes the `compiled_path` tests
 # (tests/native/test_markers.py checks that none is missed) of the runtime, which drive those
-# modules directly, and the examples end to end; the other end-to-end tests ran on the compiled
-# modules in the first pass (all of them again would add a minute and a half to `make test`,
-# whose whole run must stay under ten minutes on two cores). Both spread the tests over
+# modules directly; the end-to-end tests ran on the compiled modules in the first pass (all
+# of them again would add a minute and a half to `make test`, whose whole run must stay under
+# ten minutes on two cores). Both spread the tests over
 # TEST_WORKERS processes (pytest-xdist): most tests wait on subprocesses and sockets, so 4 keep
 # 2 cores busy; `make test TEST_WORKERS=0` runs them in this process.
 TEST_WORKERS ?= 4
@@ -41,7 +41,7 @@ test: $(TEST_STAMP) native browser postgres
 	wait $$typecheck || { echo "error: mypy found type errors (above)" >&2; status=1; }; \
 	exit $$status
 	SVC_NATIVE=0 $(BIN)/python -m pytest $(XDIST) -q -m 'compiled_path and not build and not ui' \
-		tests/runtime tests/e2e/test_examples.py $(PYTEST_ARGS)
+		tests/runtime $(PYTEST_ARGS)
 
 # All of src/svc type-checked with mypy (the settings are pyproject.toml's [tool.mypy]).
 typecheck: $(TEST_STAMP)

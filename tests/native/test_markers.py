@@ -1,7 +1,7 @@
 """The `compiled_path` marker misses no test of the compiled modules.
 
 `make test` runs the suite once on the compiled request path, then the marked test modules
-of tests/runtime (and the examples end to end) again on the pure-Python modules
+of tests/runtime again on the pure-Python modules
 (SVC_NATIVE=0): only the modules of
 `svc.native.MODULES` differ between the two runs. So a test module that imports one of them
 must be marked (or its pure-Python twin would go untested), and every compiled module must be
