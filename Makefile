@@ -21,27 +21,35 @@ PYTEST_ARGS ?=
 run: native
 	$(BIN)/svcc run --project examples/tasks
 
-# The whole suite on the runtime as `make run` serves it (compiled where it could be), then
+# The whole suite on the runtime as `make run` serves it (compiled where it could be), and
 # the tests of the compiled modules again on their pure-Python source (SVC_NATIVE=0): both must
 # work, and a machine without a C compiler runs only the second kind. Only the modules of
 # svc.native.MODULES differ between the two runs, so the second takes the `compiled_path` tests
 # (tests/native/test_markers.py checks that none is missed) of the runtime, which drive those
 # modules directly; the end-to-end tests ran on the compiled modules in the first pass (all
 # of them again would add a minute and a half to `make test`, whose whole run must stay under
-# ten minutes on two cores). Both spread the tests over
-# TEST_WORKERS processes (pytest-xdist): most tests wait on subprocesses and sockets, so 4 keep
-# 2 cores busy; `make test TEST_WORKERS=0` runs them in this process.
+# ten minutes on two cores). The first pass spreads its tests over TEST_WORKERS processes
+# (pytest-xdist): most tests wait on subprocesses and sockets, so 4 keep 2 cores busy; `make
+# test TEST_WORKERS=0` runs them in this process.
 TEST_WORKERS ?= 4
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
-# mypy (typecheck) runs beside the first pass, whose workers mostly wait on subprocesses and
-# sockets, and its failure fails the target as a test's would.
+PURE_XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n 2 --dist loadfile)
+PURE_LOG := .pure-python-tests.log
+# mypy (typecheck) and the pure-Python pass (on 2 workers, its output kept in $(PURE_LOG) and
+# shown after the first pass's) run beside the first pass, whose workers mostly wait on
+# subprocesses and sockets: the first pass leaves a fifth of the two cores idle. A failure
+# of either fails the target as a test's would.
 test: $(TEST_STAMP) native browser postgres
 	@$(BIN)/mypy & typecheck=$$!; \
+	SVC_NATIVE=0 $(BIN)/python -m pytest $(PURE_XDIST) -q \
+		-m 'compiled_path and not build and not ui' tests/runtime $(PYTEST_ARGS) \
+		> $(PURE_LOG) 2>&1 & pure=$$!; \
 	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); status=$$?; \
 	wait $$typecheck || { echo "error: mypy found type errors (above)" >&2; status=1; }; \
-	exit $$status
-	SVC_NATIVE=0 $(BIN)/python -m pytest $(XDIST) -q -m 'compiled_path and not build and not ui' \
-		tests/runtime $(PYTEST_ARGS)
+	echo "--- the compiled modules' tests on their pure-Python source (SVC_NATIVE=0):"; \
+	if wait $$pure; then tail -n 1 $(PURE_LOG); else status=1; cat $(PURE_LOG); \
+		echo "error: the tests on the pure-Python modules failed (above)" >&2; fi; \
+	rm -f $(PURE_LOG); exit $$status
 
 # All of src/svc type-checked with mypy (the settings are pyproject.toml's [tool.mypy]).
 typecheck: $(TEST_STAMP)

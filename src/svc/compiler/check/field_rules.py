@@ -88,10 +88,10 @@ def _argument_problem(node: syntax.FieldRule, t: Type) -> str | None:
 def _bounds_problem(name: str, args: list[syntax.Expr], t: Type) -> str | None:
     if len(args) != 2:
         return f"it takes two arguments, the minimum and the maximum: @{name}(1, 100)"
-    if name == LENGTH:
-        kind, what = syntax.IntLit, "integer"
-    else:
-        kind, what = (syntax.FloatLit, "f64") if t == F64 else (syntax.IntLit, format_type(t))
+    kind: type[syntax.Expr] = syntax.IntLit
+    what = "integer" if name == LENGTH else format_type(t)
+    if name != LENGTH and t == F64:
+        kind, what = syntax.FloatLit, "f64"
     if not all(isinstance(a, kind) for a in args):
         return f"its bounds must be {what} literals"
     low, high = (a.value for a in args)  # type: ignore[attr-defined]
