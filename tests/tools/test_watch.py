@@ -3,13 +3,16 @@ port when they check, the old server kept when they do not; Ctrl+C ends it all w
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,6 +37,34 @@ def _alive(pid: int) -> bool:
     status = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(
         f"/proc/{pid}/stat").exists() else "X"
     return status not in ("Z", "X")
+
+
+@contextlib.contextmanager
+def _watching(program: Path, port: int, **popen: Any) -> Iterator[subprocess.Popen]:
+    """`svcc run --watch PROGRAM` on `port`, its output piped; killed at the end if a test
+    left it running."""
+    process = subprocess.Popen(svcc() + ["run", "--watch", str(program)], text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "SVC_PORT": str(port)}, **popen)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def _ignore_sigint() -> None:
+    """In the child before it runs svcc: SIGINT ignored, as `cmd &` in a script leaves it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _stopped_with_ctrl_c(process: subprocess.Popen) -> str:
+    """SIGINT, as Ctrl+C sends: the watch exits 0; the rest of its stderr."""
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=30)
+    assert process.returncode == 0
+    return rest
 
 
 def _served(server, path: str, wanted: str) -> str:
@@ -124,10 +155,7 @@ def test_a_program_that_does_not_check_waits_for_a_fix(hello):
     original = hello.read_text()
     hello.write_text(original.replace("async def main", "async def mian"))
     port = free_port()
-    process = subprocess.Popen(svcc() + ["run", "--watch", str(hello)], text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "SVC_PORT": str(port)})
-    try:
+    with _watching(hello, port) as process:
         errors = []
         while not errors or "not started" not in errors[-1]:
             line = process.stderr.readline()
@@ -137,13 +165,7 @@ def test_a_program_that_does_not_check_waits_for_a_fix(hello):
         time.sleep(0.3)  # the watch starts right after that line
         _save(hello, original)
         assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
-        assert process.returncode == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        _stopped_with_ctrl_c(process)
 
 
 def _greeting_program(text: str) -> str:
@@ -216,10 +238,7 @@ def test_a_version_that_fails_at_start_is_reported_and_leaves_no_defunct_child(h
     blocker.bind(("127.0.0.1", 0))
     blocker.listen()
     port = blocker.getsockname()[1]
-    process = subprocess.Popen(svcc() + ["run", "--watch", str(hello)], text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "SVC_PORT": str(port)})
-    try:
+    with blocker, _watching(hello, port) as process:
         log = []
         while not log or "waiting for changes" not in log[-1]:
             line = process.stderr.readline()
@@ -236,15 +255,8 @@ def test_a_version_that_fails_at_start_is_reported_and_leaves_no_defunct_child(h
         blocker.close()
         _save(hello, hello.read_text().replace("hello, visitor", "back, visitor"))
         assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
-        process.send_signal(signal.SIGINT)
-        _, rest = process.communicate(timeout=30)
-        assert process.returncode == 0
+        rest = _stopped_with_ctrl_c(process)
         assert "waiting for changes" not in rest  # a server stopped by the watch is not reported
-    finally:
-        blocker.close()
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_ctrl_c_stops_the_watch_even_when_it_was_started_ignoring_sigint(hello):
@@ -252,16 +264,6 @@ def test_ctrl_c_stops_the_watch_even_when_it_was_started_ignoring_sigint(hello):
     the watch must stop on SIGINT anyway, as the server does (it hung: a CI run started in
     the background saw every watch test time out)."""
     port = free_port()
-    process = subprocess.Popen(svcc() + ["run", "--watch", str(hello)], text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "SVC_PORT": str(port)},
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
+    with _watching(hello, port, preexec_fn=_ignore_sigint) as process:
         assert process.stdout.readline().startswith(f"listening on http://127.0.0.1:{port}")
-        process.send_signal(signal.SIGINT)
-        process.communicate(timeout=30)
-        assert process.returncode == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
+        _stopped_with_ctrl_c(process)
