@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from svc.compiler.builtin_table import BUILTINS
 from svc.compiler.front import syntax
@@ -116,9 +117,15 @@ class _Effects:
         self.program = program
         self.summaries: dict[str, Summary] = {}
         self.in_progress: set[str] = set()
-        self.reads = {id(use.call) for use in sql_uses(program)
-                      if use.builtin != "db_exec" and use.sql is not None
-                      and use.sql.text.lstrip().upper().startswith("SELECT")}
+
+    @cached_property
+    def reads(self) -> set[int]:
+        """The `db_all`/`db_one` calls whose SQL is a known SELECT: found once, the first time
+        a call that may repeat something gives them the Db (a program whose routes begin no
+        transaction, or use no such call, never walks its SQL for it)."""
+        return {id(use.call) for use in sql_uses(self.program)
+                if use.builtin != "db_exec" and use.sql is not None
+                and use.sql.text.lstrip().upper().startswith("SELECT")}
 
     def function(self, name: str, called_at: Span) -> Summary:
         known = self.summaries.get(name)
