@@ -120,9 +120,8 @@ class _Effects:
 
     @cached_property
     def reads(self) -> set[int]:
-        """The `db_all`/`db_one` calls whose SQL is a known SELECT: found once, the first time
-        a call that may repeat something gives them the Db (a program whose routes begin no
-        transaction, or use no such call, never walks its SQL for it)."""
+        """The `db_all`/`db_one` calls whose SQL is a known SELECT: found once, when the walk
+        first meets one given the Db (a program without such a call never walks its SQL)."""
         return {id(use.call) for use in sql_uses(self.program)
                 if use.builtin != "db_exec" and use.sql is not None
                 and use.sql.text.lstrip().upper().startswith("SELECT")}
