@@ -169,7 +169,7 @@ def db_kind(t: Type) -> str | None:
     return None
 
 
-def _held(t: Type) -> Type | None:
+def held_type(t: Type) -> Type | None:
     """The one type a container type holds (a List's element, a `T?`'s value, a Map's value,
     a Result's ok type), or None for any other type."""
     if isinstance(t, ListOf):
@@ -189,7 +189,7 @@ def _occurs(t: Type, is_it: Callable[[Type], bool]) -> bool:
     while current is not None:
         if is_it(current):
             return True
-        current = _held(current)
+        current = held_type(current)
     return False
 
 

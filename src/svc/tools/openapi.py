@@ -25,13 +25,13 @@ from typing import Any
 
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
-from svc.compiler.front import syntax
+from svc.compiler.check.field_rules import field_rules, has_rules
 from svc.compiler.program import CheckedProgram, RouteInfo
 from svc.tools import openapi_security
 from svc.compiler.svctypes import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
 )
-from svc.compiler.svctypes import ResponseOf
+from svc.compiler.svctypes import ResponseOf, held_type
 from svc.rules.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
 from svc.rules.field_rules import BYTES as COUNTS_BYTES, ITEMS, LENGTH, PATTERN, RANGE, Rule
 
@@ -389,40 +389,11 @@ def exposed_classes(program: CheckedProgram) -> set[str]:
 
 
 def _inner_types(t: Type) -> list[Type]:
-    if isinstance(t, ListOf):
-        return [t.elem]
-    if isinstance(t, Opt):
-        return [t.inner]
-    if isinstance(t, MapOf):
-        return [t.value]
-    if isinstance(t, ResultOf):
-        return [t.ok]
+    """The types a value of `t` holds directly: a container's, or a `Response[T]`'s body."""
     if isinstance(t, ResponseOf):
         return [t.body]
-    return []
-
-
-def has_rules(program: CheckedProgram, t: Type) -> bool:
-    """Whether a value of type `t` holds a field with rules (a body binding checks)."""
-    seen: set[str] = set()
-    pending = [t]
-    while pending:
-        t = pending.pop()
-        if isinstance(t, ClassRef) and t.name not in seen and t.name in program.classes:
-            seen.add(t.name)
-            info = program.classes[t.name]
-            if field_rules(info.decl):
-                return True
-            pending += [ft for _, ft in info.fields]
-        pending += _inner_types(t)
-    return False
-
-
-def field_rules(decl: syntax.ClassDef) -> dict[str, tuple[Rule, ...]]:
-    """A class's checked rules by field (those of its declaration; an instantiation of a
-    generic class has its class's)."""
-    return {f.name: tuple(r.rule for r in f.rules if r.rule)
-            for f in decl.fields if any(r.rule for r in f.rules)}
+    held = held_type(t)
+    return [] if held is None else [held]
 
 
 def _with_rules(schema: dict[str, Any], rules: tuple[Rule, ...]) -> dict[str, Any]:

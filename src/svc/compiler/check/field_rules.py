@@ -16,8 +16,10 @@ from typing import Any
 
 from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
-from svc.compiler.program import ClassInfo
-from svc.compiler.svctypes import BYTES, F64, I32, I64, STR, ListOf, Opt, Type, format_type
+from svc.compiler.program import CheckedProgram, ClassInfo
+from svc.compiler.svctypes import (
+    BYTES, F64, I32, I64, STR, ClassRef, ListOf, Opt, Type, format_type, held_type,
+)
 from svc.rules import patterns
 from svc.rules.contract import INT_RANGES
 from svc.rules.field_rules import (
@@ -133,3 +135,29 @@ def _rule(node: syntax.FieldRule, t: Type) -> Rule:
     if node.name == LENGTH:
         return Rule(LENGTH, values, ITEMS if isinstance(t, ListOf) else COUNTS_BYTES)
     return Rule(node.name, values)
+
+
+def field_rules(decl: syntax.ClassDef) -> dict[str, tuple[Rule, ...]]:
+    """A class's checked rules by field (those of its declaration; an instantiation of a
+    generic class has its class's)."""
+    return {f.name: tuple(r.rule for r in f.rules if r.rule)
+            for f in decl.fields if any(r.rule for r in f.rules)}
+
+
+def has_rules(program: CheckedProgram, t: Type) -> bool:
+    """Whether a value of type `t` holds a field with rules: what binding checks in a body,
+    and `json_decode[T]` in its value (svcc openapi's 422s)."""
+    seen: set[str] = set()
+    pending = [t]
+    while pending:
+        t = pending.pop()
+        if isinstance(t, ClassRef) and t.name not in seen and t.name in program.classes:
+            seen.add(t.name)
+            info = program.classes[t.name]
+            if field_rules(info.decl):
+                return True
+            pending += [ft for _, ft in info.fields]
+        held = held_type(t)
+        if held is not None:
+            pending.append(held)
+    return False
