@@ -24,8 +24,10 @@ LOCK_WAIT = "a lock held by another transaction was not released in time; retry 
 #: The 503s contention may answer, each saying what happened (never "the database is
 #: unavailable"): a lock wait that ended, a deadlock or serialization failure, and, rarely, a
 #: statement that waited for locks so many times that the processing limit came first, or a
-#: request that waited that long for a connection of the pool (on a machine short of CPU).
+#: request that waited that long for a connection of the pool (on a machine short of CPU), or
+#: PostgreSQL's own race between a lock wait's timer and the lock (a cancelled statement).
 HONEST = {LOCK_WAIT, "the transaction clashed with another one and was rolled back; retry it",
+          "the database cancelled the statement; retry it",
           "the database did not answer within the processing limit",
           "no database connection was free within the processing limit"}
 

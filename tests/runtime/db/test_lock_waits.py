@@ -24,6 +24,7 @@ pytestmark = pytest.mark.compiled_path
 #: `db_all[str]`'s row description: one text column.
 SHOWN = ("db_all[str]", "str", False)
 LOCK_WAIT = "a lock held by another transaction was not released in time; retry it"
+CANCELLED = "the database cancelled the statement; retry it"
 
 
 @pytest.fixture
@@ -109,6 +110,39 @@ def test_a_wait_that_starts_near_the_limit_still_ends_before_it_and_says_why(url
     assert took < 0.45, took
 
 
+def test_a_statement_the_server_cancels_is_an_honest_busy_that_may_run_again(url):
+    """A cancellation svc did not ask for (an administrator's pg_cancel_backend here; under
+    contention, PostgreSQL's race between a lock wait's timer and the lock being granted)
+    rolls the transaction back like a clash: a 503 to retry, never a 500."""
+    async def main():
+        db = await ledger(url)
+        admin = await asyncpg.connect(url)
+
+        async def cancel_the_waiter():
+            while not await admin.fetchval(
+                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity "
+                    "WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE accounts%'"):
+                await asyncio.sleep(0.01)
+
+        async def wait_for_the_row():  # outside a request, bound at 10 s: only the cancel ends it
+            tx = await db_begin(db)
+            await db_exec(tx, "SET LOCAL lock_timeout = '10s'")
+            return tx, await db_exec(tx, "UPDATE accounts SET balance = 0 WHERE id = 1")
+
+        async with row_locked(url):
+            (tx, result), _ = await asyncio.gather(wait_for_the_row(), cancel_the_waiter())
+        await admin.close()
+        after = await db_exec(db, "UPDATE accounts SET balance = 5 WHERE id = 1")
+        close_all()
+        return tx, result, after
+
+    tx, result, after = asyncio.run(main())
+    assert isinstance(result, SvcError) and (result.kind, result.message) == ("busy", CANCELLED)
+    assert "canceling statement due to user request" in result.detail  # the log says why
+    assert result.retry and tx.state == f"rolled back because {CLASHED}"
+    assert after == 1  # the connection went back to the pool clean
+
+
 def test_a_retried_handler_s_transaction_waits_only_briefly(url):
     async def main():
         db = await ledger(url)
@@ -169,6 +203,7 @@ class Refused(Exception):
     ("55P03", LOCK_WAIT),
     ("40P01", "the transaction clashed with another one and was rolled back; retry it"),
     ("40001", "the transaction clashed with another one and was rolled back; retry it"),
+    ("57014", CANCELLED),
 ])
 def test_a_clash_is_busy_and_marked_for_a_run_again_only_inside_a_transaction(sqlstate, message):
     for in_transaction in (True, False):

@@ -3,8 +3,9 @@
 Both backends speak in the same kinds, so one program behaves the same on SQLite and on
 PostgreSQL: a failing statement is a `database` error naming the SQL, a database that is
 gone or a server that is stopping is `busy` (503), and so is a transaction PostgreSQL rolled
-back to break a deadlock or a serialization conflict, or because a lock it waited for was not
-released in time (`rolled_back_to_retry`, `lock_wait_ended`). Those errors, when they come
+back to break a deadlock or a serialization conflict, because a lock it waited for was not
+released in time, or whose statement the server cancelled (`rolled_back_to_retry`,
+`lock_wait_ended`, `cancelled_by_the_database`). Those errors, when they come
 from a transaction, are marked `retry`: the transaction left nothing behind, so the runtime may
 run a handler the compiler proved safe again (svc.runtime.http.retries).
 """
@@ -35,6 +36,8 @@ def statement_failed(exc: BaseException, sql: str, in_transaction: bool = False)
         return rolled_back_to_retry(detail, in_transaction)
     if sqlstate == _LOCK_NOT_AVAILABLE:
         return lock_wait_ended(detail, in_transaction)
+    if sqlstate == _QUERY_CANCELED:
+        return cancelled_by_the_database(detail, in_transaction)
     if sqlstate == _INVALID_REGULAR_EXPRESSION:
         return bad_pattern(str(exc), detail)
     category = constraints.category_of(exc)
@@ -50,6 +53,12 @@ _CLASHED = ("40P01", "40001")
 #: lock_not_available: a statement waited for a lock longer than its `lock_timeout`
 #: (svc.runtime.db.lock_waits bounds every wait inside a request's processing time).
 _LOCK_NOT_AVAILABLE = "55P03"
+#: query_canceled: the server cancelled the statement without svc asking (svc's own
+#: cancellations end as asyncio cancellations, never as this error): a `statement_timeout`,
+#: an administrator's pg_cancel_backend, or PostgreSQL's own race between a lock wait's
+#: timer and the lock being granted (the wait's next lock then reports "user request"; seen
+#: under contention with a 10 ms bound, tests/e2e/test_contention.py).
+_QUERY_CANCELED = "57014"
 
 
 #: PostgreSQL's SQLSTATE for a pattern it cannot compile (a REGEXP pattern RE2 took, svc's
@@ -85,6 +94,12 @@ def lock_wait_ended(detail: str, in_transaction: bool = False) -> SvcError:
     not end in time."""
     return _retryable("a lock held by another transaction was not released in time; retry it",
                       detail, in_transaction)
+
+
+def cancelled_by_the_database(detail: str, in_transaction: bool = False) -> SvcError:
+    """`busy` (503 with Retry-After): the server cancelled the statement; like a clash, a
+    cancelled statement's transaction keeps nothing, so the same request may be sent again."""
+    return _retryable("the database cancelled the statement; retry it", detail, in_transaction)
 
 
 def _retryable(message: str, detail: str, in_transaction: bool) -> SvcError:
