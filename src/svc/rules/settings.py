@@ -67,6 +67,9 @@ class Settings:
     #: `[proxies] trusted`: the addresses and networks whose X-Forwarded-For is believed.
     proxies: tuple[str, ...] = ()
     jobs: JobSettings = field(default_factory=JobSettings)
+    #: `[python] threads`: the threads that run blocking `@python` functions (None: the
+    #: default, svc.runtime.lib.python_calls).
+    python_threads: int | None = None
     #: The checked tables this value was built from: what code generation emits.
     tables: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
