@@ -66,6 +66,9 @@ class Services:
     name: str = "svc"
     #: `http_stub` answers of the running `svcc test` test: (method, url) → Response.
     stubs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: `python_stub` answers of the running `svcc test` test: `@python` function name → its
+    #: `Result` value (svc.runtime.lib.python_calls).
+    python_stubs: dict[str, Any] = field(default_factory=dict)
     #: The job runners of this process: `enqueue` wakes them.
     job_wakers: set[asyncio.Event] = field(default_factory=set)
     #: test_request's routers, one per route list (each test loads the program anew).

@@ -91,6 +91,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
     "svc_http_client_request_duration_seconds": (
         "histogram", "How long outbound calls took, answer read or failed, by upstream "
         "host:port", ("host",), OUTBOUND_BUCKETS),
+    "svc_python_threads_busy": (
+        "gauge", "Threads running a blocking @python function (a call its request gave up "
+        "on included, until it ends)", (), ()),
 }
 COUNTERS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "counter")
 HISTOGRAMS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "histogram")
