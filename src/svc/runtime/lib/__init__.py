@@ -9,6 +9,7 @@
     config.py       `config[T]()`: the typed configuration, read once when the program starts
     passwords.py    `hash_password`, `verify_password`: scrypt on threads beside the loop
     outbound.py     calling other services: `http_get`, `http_send`, and `http_stub` in tests
+    python_calls.py `@python` functions: the boundary, their thread pool, `python_stub`
     assertions.py   `assert_true`, `assert_eq`: the assertions of `svcc test`
     concurrency.py  the runtime test functions: tasks, scopes, actors, a supervisor, a queue
 

@@ -280,7 +280,7 @@ class _Call:
 class _Pool:
     """Threads taking blocking calls from one queue, started as calls need them, at most
     `size`. Daemon threads, unlike ThreadPoolExecutor's: a call that hangs for good must not
-    keep the process from ending when the server stops (docs/decisions/python.md)."""
+    keep the process from ending when the server stops (docs/decisions/build-and-runtime.md)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
