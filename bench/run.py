@@ -34,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
+import python_calls  # noqa: E402
 from harness import (  # noqa: E402
     contention, endurance, jobs, observability, outbound, report, scaling, wrk,
 )
@@ -158,6 +159,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--outbound", choices=["on", "off", "only"], default="on",
                         help="an svc handler calling a local upstream vs aiohttp's client from "
                              "Python (harness/outbound.py); 'only' runs just that")
+    parser.add_argument("--python", choices=["on", "off", "only"], default="on",
+                        help="one @python call vs the same call from plain Python "
+                             "(bench/python_calls.py); 'only' runs just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -184,6 +188,9 @@ def main() -> int:
     if args.outbound == "only":
         return section_only("outbound", lambda incidents: outbound.run(
             mode, log, incidents, args.seed), out)
+    if args.python == "only":
+        return section_only("python_calls", lambda incidents: python_calls.run(
+            mode, log, incidents), out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
@@ -210,6 +217,7 @@ def main() -> int:
         observability.run(mode, log, incidents, args.seed)
     outbound_results = None if args.outbound == "off" or "svc" not in names else \
         outbound.run(mode, log, incidents, args.seed)
+    python_results = None if args.python == "off" else python_calls.run(mode, log, incidents)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -220,6 +228,7 @@ def main() -> int:
         "jobs": jobs_results, "contention": contention_results,
         "observability": observability_results,
         "outbound": outbound_results,
+        "python_calls": python_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -233,7 +242,8 @@ def main() -> int:
 
 
 def section_only(key: str, measure, out: Path) -> int:
-    """`--jobs only`, `--contention only`, `--observability only`, `--outbound only`: measure that section alone and put it into the
+    """`--jobs only`, `--contention only`, `--observability only`, `--outbound only`,
+    `--python only`: measure that section alone and put it into the
     report at `out` (the section replaced, the rest as the last full run wrote it in
     bench/.work/results.json)."""
     incidents: list[str] = []
@@ -243,11 +253,12 @@ def section_only(key: str, measure, out: Path) -> int:
     if results is None:
         log(f"no bench/.work/results.json to add the {key} section to; printing it instead")
         section = {"jobs": jobs.section, "contention": contention.section,
-                   "observability": observability.section, "outbound": outbound.section}[key]
+                   "observability": observability.section, "outbound": outbound.section,
+                   "python_calls": python_calls.section}[key]
         print("\n".join(section(measured)))
         return 1 if incidents else 0
     prefix = {"jobs": "jobs ", "contention": "contention ", "observability": "logs and metrics ",
-              "outbound": "outbound calls "}[key]
+              "outbound": "outbound calls ", "python_calls": "python functions"}[key]
     results[key] = measured
     results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents
     saved.write_text(json.dumps(results, indent=1))

@@ -5,6 +5,7 @@ from pathlib import Path
 from harness import contention, jobs, observability, outbound, scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
+import python_calls  # bench/python_calls.py: bench/ is on sys.path wherever the report is made
 
 TARGETS = [  # (server, case, peer, minimum ratio server / peer): issue 18's targets
     ("svc", "GET /health", "node", 2.5),
@@ -294,6 +295,7 @@ def render(results: dict) -> str:
         *contention.section(results.get("contention")),
         *observability.section(results.get("observability")),
         *outbound.section(results.get("outbound")),
+        *python_calls.section(results.get("python_calls")),
     ]
     if results["incidents"]:
         lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]
