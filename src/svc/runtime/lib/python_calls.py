@@ -71,22 +71,15 @@ def function(name: str, module: str, attribute: str, error_kind: str,
     declaration = Declaration(name, module, attribute, error_kind, param_types, result_type,
                               where)
     target = _load(declaration)
-    if inspect.iscoroutinefunction(target):
-        async def call_async(*args: Any) -> Any:
-            stubbed = _stubbed(name)
-            if stubbed is not _NONE:
-                return stubbed
-            return await _awaited(declaration, target, args)
-        call_async.__name__ = call_async.__qualname__ = name
-        return call_async
+    run = _awaited if inspect.iscoroutinefunction(target) else _on_a_thread
 
-    async def call_blocking(*args: Any) -> Any:
+    async def call(*args: Any) -> Any:
         stubbed = _stubbed(name)
         if stubbed is not _NONE:
             return stubbed
-        return await _on_a_thread(declaration, target, args)
-    call_blocking.__name__ = call_blocking.__qualname__ = name
-    return call_blocking
+        return await run(declaration, target, args)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 def python_stub(name: str, answer: Any) -> None:
@@ -303,7 +296,9 @@ class _Pool:
     def stop(self) -> None:
         """Each thread ends once the calls queued before are done (their outcome goes
         nowhere when their loop has ended)."""
-        for _ in range(self.threads):
+        with self.lock:
+            threads = self.threads
+        for _ in range(threads):
             self.calls.put(None)
 
     def _work(self) -> None:
