@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import keyword
 import sys
 from types import ModuleType
@@ -138,6 +139,8 @@ def _check_import(ctx: CheckContext, attr: syntax.PythonAttr,
                   attr.attribute_span)
     elif not callable(getattr(found, attr.attribute)):
         ctx.error(f"'{attr.module}.{attr.attribute}' is not callable", attr.attribute_span)
+    else:
+        attr.is_coroutine = inspect.iscoroutinefunction(getattr(found, attr.attribute))
 
 
 def import_module(name: str, python_path: tuple[str, ...]) -> ModuleType | str:

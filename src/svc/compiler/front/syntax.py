@@ -435,6 +435,9 @@ class PythonAttr(Node):
     attribute_span: Span
     error: Optional[str] = None
     error_span: Optional[Span] = None
+    # checker: whether the Python function is a coroutine function (awaited on the event loop)
+    # or not (run on the thread pool); None when it could not be imported
+    is_coroutine: Optional[bool] = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
