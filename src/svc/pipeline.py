@@ -36,6 +36,7 @@ from svc.compiler.sql.migration_files import migrate_calls, read_migrations
 from svc.compiler.sql.statements import SqlReport
 from svc.compiler.svctypes import UNIT, Type
 from svc.compiler.check.context import suggest
+from svc.dependencies.environment import python_path
 from svc.project import (Project, config_key_position, config_path, limit_position,
                          load_project, migrations_key_position)
 from svc.rules.traffic import guard_limit_problem, route_limit_problem
@@ -244,7 +245,8 @@ def check_modules(modules: list[syntax.Module], entry: str, root: str | None = N
     only by test files and what they alone import); `root` is the program's folder (the
     project's; the entry file's when None). Route rules
     are checked even when a body has errors, so both kinds are reported in one run."""
-    program, diagnostics = checker.check(modules, entry, root or os.path.dirname(entry) or ".")
+    folder = root or os.path.dirname(entry) or "."
+    program, diagnostics = checker.check(modules, entry, folder, _python_path(root, folder))
 
     def field_types(class_name: str) -> list[Type]:
         info = program.classes.get(class_name)
@@ -254,6 +256,14 @@ def check_modules(modules: list[syntax.Module], entry: str, root: str | None = N
     program.routes, route_diagnostics = build_routes(program.functions.values(), field_types,
                                                      guards)
     return program, sorted(diagnostics + route_diagnostics, key=Diagnostic.sort_key)
+
+
+def _python_path(project_dir: str | None, folder: str) -> tuple[str, ...]:
+    """Where `@python` declarations import from first: the project's installed packages (a
+    lone file's folder counts as its project when it holds svc.toml)."""
+    if project_dir is None and not os.path.isfile(config_path(folder)):
+        return ()
+    return python_path(project_dir or folder)
 
 
 def generate(checked: Checked) -> list[tuple[str, ast.Module]]:

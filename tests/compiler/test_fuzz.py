@@ -754,3 +754,53 @@ def test_error_values_and_lenient_json_never_raise(tmp_path: Path) -> None:
                 f"    {place}\n    return ok(len(es))\n\ndef main():\n    pass\n")
 
     rejected_or_compiled(tmp_path / "errors.svc", (program() for _ in range(EXAMPLES)))
+
+
+#: Python function declarations among the mutation snippets, and the pieces of random
+#: declarations (test_python_functions_never_raise). The modules are a fixed few: the check
+#: imports what a declaration names.
+SNIPPETS += [b'@python("html", "escape")\n', b"@python(", b'error="invalid"', b"python_stub(",
+             b'@python("textwrap", "shorten", error="invalid")\n']
+_PY_MODULES = ['"html"', '"textwrap"', '"string"', '"os.path"', '"no_such_module_36"',
+               '"bad name"', '""', "html", '"html.escape"']
+_PY_ATTRIBUTES = ['"escape"', '"shorten"', '"ascii_letters"', '"join"', '"missing"',
+                  '"TextWrapper.wrap"', '""', "escape"]
+_PY_OPTIONS = ["", "", ', error="invalid"', ', error="not_fund"', ", error=3", ', err="x"',
+               ', error="a", error="b"', ","]
+_PY_TYPES = ["str", "i64", "f64", "bool", "bytes", "List[str]", "Map[str, i64]", "str?",
+             "Note", "Mood", "i32", "Db", "Html", "Error", "unit"]
+
+
+def python_declaration(rng: random.Random) -> str:
+    """A `@python` declaration of random shape; every third one is right."""
+    if rng.random() < 0.33:
+        return ('@python("html", "escape", error="invalid")\n'
+                "async def fn(text: str) -> Result[str, Error]\n")
+    attribute = (f"@python({rng.choice(_PY_MODULES)}, {rng.choice(_PY_ATTRIBUTES)}"
+                 f"{rng.choice(_PY_OPTIONS)})\n")
+    params = ", ".join(f"p{i}: {rng.choice(_PY_TYPES)}" for i in range(rng.randint(0, 2)))
+    returns = rng.choice([f"Result[{rng.choice(_PY_TYPES)}, Error]", "str", ""])
+    arrow = f" -> {returns}" if returns else ""
+    head = rng.choice(["async def", "async def", "def"])
+    ending = rng.choice(["\n", "\n", ":\n    return ok(\"\")\n", " pass\n"])
+    extra = rng.choice(["", "", '@get("/p")\n', "@guard(g)\n"])
+    return extra + attribute + f"{head} fn({params}){arrow}{ending}"
+
+
+@pytest.mark.fuzz
+def test_python_functions_never_raise(tmp_path: Path) -> None:
+    """Random `@python` declarations, calls of them and `python_stub` in a test file: each
+    program checks (and then also generates and compiles) or gives diagnostics with valid
+    positions, never an exception."""
+    rng = random.Random(SEED)
+
+    def program() -> str:
+        call = rng.choice(['x = try await fn("a")', "x = await fn()", 'python_stub(fn, ok("a"))',
+                           "python_stub(fn, ok(1))", 'python_stub("fn", ok(""))'])
+        return ("enum Mood: calm, cross\nclass Note:\n    title: str\n\n"
+                f"{python_declaration(rng)}\n"
+                "async def test_it() -> Result[unit, Error]:\n"
+                f"    {call}\n    return ok(())\n\n"
+                "async def main() -> Result[unit, Error]:\n    return ok(())\n")
+
+    rejected_or_compiled(tmp_path / "python_test.svc", (program() for _ in range(EXAMPLES)))

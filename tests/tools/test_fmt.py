@@ -166,3 +166,18 @@ def test_field_rules_stay_one_per_line_above_their_field(tmp_path: Path) -> None
     assert (tmp_path / "app.svc").read_text() == (
         "class Task:\n    @length(1, 240)\n    @pattern(\"[a-z]+\")\n    title: str\n"
         "    @range(-5, 5)\n    score: i64\n\ndef main():\n    pass\n")
+
+
+def test_a_python_declaration_keeps_its_attribute_line_and_bodiless_signature() -> None:
+    """In process (the layout itself): spacing fixed, nothing joined or dropped, and the
+    result laid out again is the same text."""
+    from svc.compiler.front.layout import format_text
+
+    messy = ('@python( "slugs","slugify" , error = "invalid" )\n'
+             "async def slugify(title:str,max_length:i64?)->Result[str,Error]\n"
+             "def main():\n    pass\n")
+    tidy = ('@python("slugs", "slugify", error="invalid")\n'
+            "async def slugify(title: str, max_length: i64?) -> Result[str, Error]\n"
+            "def main():\n    pass\n")
+    assert format_text("t.svc", messy) == (tidy, [])
+    assert format_text("t.svc", tidy) == (tidy, [])

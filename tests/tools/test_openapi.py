@@ -391,3 +391,28 @@ def test_the_http_headers_programs_answers_validate_against_its_document() -> No
         "post"]["responses"].pop("201")
     problems = exchange_problems(drifted, exchanges)
     assert any(p.startswith("POST /notes -> 201: response") for p in problems), problems
+
+
+def test_a_python_function_leaves_the_document_as_it_is() -> None:
+    """In process: a handler calling a `@python` function describes the same API as one
+    doing the work in svc (the boundary adds no parameter, body or status)."""
+    from svc.compiler.front.parser import parse
+    from svc.compiler.source import SourceFile
+    from svc.pipeline import check_modules
+    from svc.tools.openapi import document
+
+    head = ('@python("html", "escape", error="not_found")\n'
+            "async def escape(text: str) -> Result[str, Error]\n\n")
+    handler = ('@get("/notes/{title}")\nasync def note(title: str) -> Result[Html, Error]:\n'
+               "    return ok(html(BODY))\n\n"
+               "async def main() -> Result[unit, Error]:\n"
+               '    db = try await db_open(":memory:")\n    return await serve(db, 8080)\n')
+
+    def described(text: str) -> dict:
+        module, diagnostics = parse(SourceFile("notes.svc", text))
+        program, diagnostics = check_modules([module], "notes.svc")
+        assert diagnostics == []
+        return document(program, "notes")
+
+    with_python = described(head + handler.replace("BODY", "try await escape(title)"))
+    assert with_python == described(handler.replace("BODY", "title"))

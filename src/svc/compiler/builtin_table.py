@@ -57,6 +57,8 @@ RESPONSE_BODY = "response_body"  # what a handler may answer; typed by an expect
 HEADERS_OR_RESPONSE = "headers_or_response"  # a request's Headers or a Response[T] (`header`)
 RESULT_ARG = "result_arg"  # any Result[T, Error]; typed by the Result the context expects
 #                            (`with_header(unauthorized("..."), ...)`)
+PYTHON_FUNCTION = "python_function"  # the name of a @python function (`python_stub`)
+PYTHON_ANSWER = "python_answer"  # a value of that function's return type (`python_stub`)
 
 Kind = str
 ParamSpec = Union[Type, Kind]
@@ -115,6 +117,8 @@ WITH_ROUTES = SpecialForm("with_routes")  # serve(db, port): server.serve(db, po
 HEADER_BY_TYPE = SpecialForm("header_by_type")  # header(x, name): of a Headers or a Response
 ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue(db, "name",
 #                                           p, the job's attempts, its deadline in ms)
+PYTHON_STUB = SpecialForm("python_stub")  # python_stub(f, answer):
+#   python_calls.python_stub("f", answer): the function's name, not the function
 MIGRATE = SpecialForm("migrate")  # db_migrate(db, steps) as it is; db_migrate(db): the steps
 #   svc.toml's [migrations] declares, embedded per dialect (migrations.db_migrate_declared)
 
@@ -378,6 +382,10 @@ BUILTINS: dict[str, Builtin] = dict([
        "Answers the test's later calls of method on exactly url with answer, without a "
        "connection (test files only).", test_only=True,
        effect="changes the outbound stubs (tests only)"),
+    _b("python_stub(f, answer: Result[T, Error])", (PYTHON_FUNCTION, PYTHON_ANSWER), UNIT,
+       PYTHON_STUB, "Answers the test's later calls of the @python function f with answer, "
+       "without calling Python (test files only).", test_only=True,
+       effect="changes the Python stubs (tests only)"),
     # tests (`svcc test`)
     _b("assert_true(condition: bool)", (BOOL,), UNIT, "lib.assertions.assert_true",
        "Fails the running test when condition is False.", call_site=True,
@@ -507,4 +515,6 @@ KIND_TEXT = {
     RESPONSE: "a Response[T]",
     HEADERS_OR_RESPONSE: "Headers or a Response[T]",
     RESULT_ARG: "a Result[T, Error]",
+    PYTHON_FUNCTION: "the name of a @python function",
+    PYTHON_ANSWER: "a value of the @python function's return type",
 }

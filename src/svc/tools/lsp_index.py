@@ -64,10 +64,12 @@ def enclosing_item(module: syntax.Module, line: int) -> syntax.Decl | None:
 
 
 def _first_line(item: syntax.Decl) -> int:
-    """Where an item's text starts: a function's at its first attribute (`@get`, `@job`)."""
+    """Where an item's text starts: a function's at its first attribute (`@get`, `@job`,
+    `@python`)."""
     if isinstance(item, syntax.FunctionDef):
+        python = [item.python] if item.python is not None else []
         return min([item.span.line] + [a.span.line for a in (*item.routes, *item.background,
-                                                              *item.guards)])
+                                                              *item.guards, *python)])
     return item.span.line
 
 
@@ -192,10 +194,29 @@ def _code(text: str) -> str:
     return f"```svc\n{text}\n```"
 
 
+def python_declaration(attr: syntax.PythonAttr) -> str:
+    """`@python("markdown", "markdown")` as written (with its `error=` when given)."""
+    error = f', error="{attr.error}"' if attr.error is not None else ""
+    return f'@python("{attr.module}", "{attr.attribute}"{error})'
+
+
+def _python_text(attr: syntax.PythonAttr) -> str:
+    """How a Python function's call runs: on the thread pool or awaited (unknown until the
+    function could be imported)."""
+    if attr.is_coroutine is None:
+        return ""
+    how = "awaited on the event loop" if attr.is_coroutine else "runs on the thread pool"
+    return f"\n\nPython function `{attr.module}.{attr.attribute}`: {how}"
+
+
 def describe_function(program: CheckedProgram, name: str) -> str | None:
     info = program.functions.get(name)
     if info is None:
         return None
+    attr = info.decl.python
+    if attr is not None:
+        return _code(python_declaration(attr) + "\n" + function_signature(info)) \
+            + _python_text(attr)
     return (_code(function_signature(info)) + _routes_text(program, name)
             + _background_text(program, name) + _guarded_text(program, name))
 
@@ -266,10 +287,10 @@ def hover_at(program: CheckedProgram, file: str, line: int, col: int) -> Hover |
     if node is None:
         return None
     span = _name_span(node) or node.span
-    if isinstance(node, (syntax.RouteAttr, syntax.BackgroundAttr, syntax.AttrOption)) \
-            and module is not None:
-        # On `@get(...)`, `@job(...)` and its options: the function it makes a handler, a job
-        # or a schedule.
+    if isinstance(node, (syntax.RouteAttr, syntax.BackgroundAttr, syntax.AttrOption,
+                         syntax.PythonAttr)) and module is not None:
+        # On `@get(...)`, `@job(...)` and its options, `@python(...)`: the function it makes a
+        # handler, a job, a schedule or a Python function.
         item = enclosing_item(module, line)
         text = describe_function(program, item.name) if isinstance(
             item, syntax.FunctionDef) else None
@@ -530,6 +551,8 @@ def symbols(module: syntax.Module, program: CheckedProgram | None = None) -> lis
             info = program.functions.get(item.name) if program else None
             same = info is not None and info.decl.name_span == item.name_span
             detail = function_signature(info) if info is not None and same else "def"
+            if item.python is not None:
+                detail = f"{python_declaration(item.python)} {detail}"
             for r in item.routes:
                 found.append(Symbol(f"{r.method} {r.path}", "route", f"handler {item.name}",
                                     r.span, r.path_span))

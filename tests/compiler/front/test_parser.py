@@ -287,3 +287,64 @@ def test_an_expression_with_more_than_1000_operators_is_a_diagnostic() -> None:
     column = line.index("+", len(line) - 5) + 1  # at the 1,001st operator
     assert errors("def main():\n" + line + "\n") == [(2, column, (
         "expression too long (more than 1000 operators); split it into several statements"))]
+
+
+# --- @python declarations -------------------------------------------------------------------
+
+PY_SIGNATURE = "async def slugify(title: str, max_length: i64?) -> Result[str, Error]\n"
+
+
+def test_a_python_declaration_is_an_attribute_and_a_bodiless_signature() -> None:
+    tree = module('@python("slugs", "slugify", error="invalid",)\n' + PY_SIGNATURE
+                  + "\ndef main():\n    pass\n")
+    f, main = tree.items
+    assert isinstance(f, syntax.FunctionDef) and f.body == [] and f.is_async
+    assert f.python is not None and main.python is None
+    assert (f.python.module, f.python.attribute, f.python.error) == ("slugs", "slugify", "invalid")
+    assert (f.python.module_span.line, f.python.module_span.col) == (1, 9)
+    assert (f.python.attribute_span.col, f.python.error_span.col) == (18, 35)
+    assert [p.name for p in f.params] == ["title", "max_length"]
+
+
+def test_a_python_signature_may_span_lines_inside_its_parentheses() -> None:
+    tree = module('@python("slugs", "slugify")\nasync def slugify(\n    title: str,\n)'
+                  ' -> Result[str, Error]\ndef main():\n    pass\n')
+    assert tree.items[0].python.error is None and len(tree.items) == 2
+
+
+def test_a_body_under_python_is_one_error_and_the_rest_still_parses() -> None:
+    text = ('@python("slugs", "slugify")\n' + PY_SIGNATURE.rstrip() + ":\n    return ok(title)\n"
+            "def main():\n    pass\n")
+    assert errors(text) == [(2, 70, "a @python function has no body: its signature line ends it")]
+    assert [item.name for item in parse(SourceFile("t.svc", text))[0].items] == ["slugify",
+                                                                                   "main"]
+
+
+def test_python_attribute_mistakes_are_one_message_each_at_their_place() -> None:
+    cases = {
+        '@python("slugs")': (1, 16, "expected ',' and the name of a function in the module: "
+                                    '@python("module", "function"), found \')\''),
+        '@python(slugs, "f")': (1, 9, "@python needs a Python module's name as a string "
+                                      'literal: @python("module", "function"), found name '
+                                      "'slugs'"),
+        '@python("slugs", "f", err="x")': (1, 23, "unknown option 'err' of @python (the one "
+                                                  'option is error="kind")'),
+        '@python("slugs", "f", error=3)': (1, 29, "the value of error= is an error kind in "
+                                                  'quotes, such as error="invalid", found '
+                                                  "number 3"),
+        '@python("slugs", "f", "g")': (1, 23, "after the module and the function, @python "
+                                              'takes only the option error="kind", found '
+                                              "a string"),
+        '@python("slugs", "f", error="a", error="b")': (1, 34, "option 'error' of @python is "
+                                                               "given twice"),
+        '@python("slugs", "f")\n@python("slugs", "g")': (2, 1, "a function has one @python "
+                                                               "attribute"),
+    }
+    for attribute, expected in cases.items():
+        assert errors(attribute + "\n" + PY_SIGNATURE) == [expected], attribute
+
+
+def test_text_after_a_python_signature_is_an_error() -> None:
+    assert errors('@python("slugs", "f")\nasync def f() -> Result[str, Error] pass\n') == [
+        (2, 37, "expected end of line after the signature of a @python function (it has no "
+                "body), found keyword 'pass'")]

@@ -23,6 +23,8 @@
                     route's guards in order and where their values go (routes.py asks)
     error_kinds.py  which error kinds a function can return (for `svcc openapi`)
     background.py   `@job`, `@every` and `@cron`: the rules of functions run outside requests
+    python_functions.py  `@python("module", "function")` declarations: their types, their
+                    error kind, and the module and function imported at compile time
     config_class.py  the classes `config[T]()` reads, and svc.toml's `[config]` table checked
                     against them (the values' rules are svc.rules.config_values)
 

@@ -383,6 +383,10 @@ class CallChecker(ExpressionChecker):
             return self.expect(arg, job.payload if job is not None else UNKNOWN, what)
         if spec == B.LITERAL_PATTERN:
             return regex_patterns.pattern_argument(self, call, arg)
+        if spec == B.PYTHON_FUNCTION:
+            return self.python_function_name(arg)
+        if spec == B.PYTHON_ANSWER:
+            return self.expect(arg, earlier[0] if earlier else UNKNOWN, what)
         t = self.expr(arg, self.literal_hint(call, b, i, spec))
         if t != UNKNOWN and not self.fits_kind(t, spec):
             hint = db_types.argument_hint(t, self.ctx.program.classes) if spec == B.DB_ARG \
@@ -432,6 +436,23 @@ class CallChecker(ExpressionChecker):
         if kind == B.DB_OR_TX:
             return t in (DB, TX)
         return t != NONE  # ANY
+
+    def python_function_name(self, arg: syntax.Expr) -> Type:
+        """`python_stub`'s function: the plain name of a `@python` function; its return type
+        is what the stub's answer must be."""
+        usage = "python_stub(f, ok(...)) names a @python function f by its name"
+        if not isinstance(arg, syntax.Name):
+            self.expr(arg)
+            self.error(usage, arg.span)
+            return UNKNOWN
+        d = self.ctx.lookup(arg.id, self.file) if self.lookup(arg.id) is None else None
+        info = self.ctx.program.functions.get(arg.id) if d is not None else None
+        if info is None or info.decl.python is None:
+            self.error(f"'{arg.id}' is not a @python function: {usage}", arg.span)
+            return UNKNOWN
+        self.ctx.refer(arg.span, info.decl.name_span)
+        arg.ref, arg.type = "function", info.returns
+        return info.returns
 
     def job_name(self, arg: syntax.Expr) -> Type:
         """`enqueue`'s job: a string literal naming a `@job` of the program, so a typo is a

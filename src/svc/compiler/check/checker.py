@@ -19,6 +19,7 @@ from svc.compiler.check.body import BodyChecker
 from svc.compiler.check.constants import check_constants, check_enum, enum_type
 from svc.compiler.check.context import CheckContext, Definition, suggest
 from svc.compiler.check.field_rules import check_field_rules
+from svc.compiler.check.python_functions import check_python_functions
 from svc.compiler.front import syntax
 from svc.compiler.builtin_table import RESERVED_NAMES
 from svc.compiler.diagnostics import Diagnostic
@@ -35,11 +36,13 @@ _KINDS = {syntax.ClassDef: "class", syntax.FunctionDef: "function", syntax.Const
 _PRIMS = {t.name: t for t in (I64, I32, F64, BOOL, STR, BYTES, UNIT, HTML, DB, TX, ERROR)}
 
 
-def check(modules: list[syntax.Module], entry: str,
-          root: str = ".") -> tuple[CheckedProgram, list[Diagnostic]]:
+def check(modules: list[syntax.Module], entry: str, root: str = ".",
+          python_path: tuple[str, ...] = ()) -> tuple[CheckedProgram, list[Diagnostic]]:
     """Check a whole program; `modules` are in load order (entry last); `root` is the folder
-    include_text may read from."""
+    include_text may read from; `python_path` the folders of the project's Python packages
+    (what `@python` declarations are imported from first)."""
     checker = Checker(modules, entry)
+    checker.python_path = python_path
     checker.ctx.program.root = root
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, RECURSION_LIMIT))  # long `a + b + ...` chains nest deeply
@@ -65,6 +68,7 @@ class Checker:
                                 definitions={}, visible={}, diagnostics=[],
                                 resolve_type=self.resolve_type)
         self.type_env: dict[str, Type] = {}  # a generic class's type parameters (generics.py)
+        self.python_path: tuple[str, ...] = ()  # where @python modules are imported from first
 
     def error(self, message: str, span: Span) -> None:
         self.ctx.error(message, span)
@@ -87,13 +91,15 @@ class Checker:
             if isinstance(d.decl, syntax.FunctionDef):
                 self.ctx.program.functions[name] = self.resolve_function(d.decl, d.file)
         check_constants(self.ctx)
+        check_python_functions(self.ctx, self.python_path)
         self.check_main()
         # Before the bodies: `enqueue` calls are checked against the job table.
         program = self.ctx.program
         program.jobs, program.schedules = build_background(program.functions.values(),
                                                            self.ctx.diagnostics)
         for info in self.ctx.program.functions.values():
-            BodyChecker(self.ctx, info).check()
+            if info.decl.python is None:  # a Python function has no svc body
+                BodyChecker(self.ctx, info).check()
 
     # --- names -------------------------------------------------------------------------------
 

@@ -224,6 +224,12 @@ def _header_by_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast
     return _call(gen.runtime("http.headers", "header"), args)
 
 
+def _python_stub(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
+    """`python_stub(f, answer)`: the runtime keeps stubs by the function's svc name."""
+    name = e.args[0].id if isinstance(e.args[0], syntax.Name) else ""
+    return _call(gen.runtime("lib.python_calls", "python_stub"), [ast.Constant(name), args[1]])
+
+
 SPECIAL_FORMS: dict[B.SpecialForm,
                     Callable[[Generator, syntax.Call, list[ast.expr]], ast.expr]] = {
     B.UNBOXED: _unboxed,
@@ -236,4 +242,5 @@ SPECIAL_FORMS: dict[B.SpecialForm,
     B.HEADER_BY_TYPE: _header_by_type,
     B.ENQUEUE_JOB: _enqueue_job,
     B.MIGRATE: _migrate,
+    B.PYTHON_STUB: _python_stub,
 }

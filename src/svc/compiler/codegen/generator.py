@@ -11,6 +11,7 @@ Shape of a generated module (all modules run in one shared namespace, in load or
     from svc.rules.contract import Route as _svc_Route, ...           # entry module, with routes
     class Task(_svc_Struct, forbid_unknown_fields=True): ...    # one per svc class
     async def get_task(db, id): ...                              # one per svc function
+    slugify = _svc_python_calls.function("slugify", "slugs", ...)  # one per @python function
     _svc_ROUTES = [_svc_Route(...), ...]                         # entry module only
     _svc_SETTINGS = _svc_Settings.from_tables({...})              # entry: svc.toml's tables
     _svc_CONFIG = ((AppConfig, "AppConfig", fields), ...)        # entry, if config[T] is used
@@ -27,6 +28,7 @@ import copy
 import keyword
 
 from svc.compiler.check import config_class
+from svc.compiler.check.python_functions import DEFAULT_ERROR_KIND
 from svc.compiler.codegen import background_table, builtin_calls, guard_calls, route_table
 from svc.compiler.codegen.pyast import (
     CONFIG, JOBS, PREFIX, ROUTES, SCHEDULES, SETTINGS, TX_SCOPE, CodegenError, field_name, type_of,
@@ -142,6 +144,8 @@ class _ModuleGen:
                 body.extend(self.generic_class_defs(item))
             elif isinstance(item, syntax.ClassDef):
                 body.append(self.class_def(item))
+            elif isinstance(item, syntax.FunctionDef) and item.python is not None:
+                body.append(self.python_function(item, item.python))
             elif isinstance(item, syntax.FunctionDef):
                 node = self.function_def(item)
                 body.append(node)
@@ -294,6 +298,21 @@ class _ModuleGen:
         cls = ast.AsyncFunctionDef if decl.is_async else ast.FunctionDef
         node = cls(name=global_name(decl.name), args=args, body=body, decorator_list=[],
                    returns=None, type_comment=None)
+        return _located(node, decl.span)
+
+    def python_function(self, decl: syntax.FunctionDef, attr: syntax.PythonAttr) -> ast.stmt:
+        """`name = _svc_python_calls.function("name", module, attribute, error kind, (param
+        types), result type, "file:line")`: the runtime's async function that calls Python
+        across the boundary, converting and checking each value against these types."""
+        info = self.program.functions[decl.name]
+        ok = info.returns.ok if isinstance(info.returns, T.ResultOf) else T.UNIT
+        params = ast.Tuple(elts=[self.type_value(t) for _, t in info.params], ctx=ast.Load())
+        where = f"{decl.span.file}:{decl.span.line}"
+        constants = [decl.name, attr.module, attr.attribute, attr.error or DEFAULT_ERROR_KIND]
+        call = _call(self.runtime("lib.python_calls", "function"),
+                     [ast.Constant(c) for c in constants]
+                     + [params, self.type_value(ok), ast.Constant(where)])
+        node = ast.Assign(targets=[_store(global_name(decl.name))], value=call)
         return _located(node, decl.span)
 
     def sync_twin(self, decl: syntax.FunctionDef, node: ast.stmt) -> ast.stmt | None:

@@ -6,7 +6,8 @@ long as the transaction was the only thing it did that lasts: so a route is `ret
 following every call of its guards and handler down to the builtins:
 
 - no builtin with an `effect` is called (builtin_table: an outbound call, a log line, a line
-  on standard output, a schema change, ...);
+  on standard output, a schema change, ...), and no `@python` function (its Python code may
+  do anything);
 - nothing is written outside a transaction: `db_exec` given the `Db`, `db_all`/`db_one`
   given the `Db` with SQL that is not a known `SELECT`, `enqueue` given the `Db` (given the
   `Tx`, a job is part of the transaction);
@@ -155,6 +156,9 @@ class _Effects:
 
     def call(self, call: syntax.Call, summary: Summary, in_loop: bool) -> Summary:
         times = MANY if in_loop else 1
+        python = self.python_effect(call)
+        if python is not None:
+            return _then(summary, Summary(python))
         if call.call_kind in ("function", "async_function") and call.target is not None:
             return _then(summary, self.function(call.target, call.span), times)
         if call.call_kind != "builtin" or call.target not in BUILTINS:
@@ -166,6 +170,16 @@ class _Effects:
         if what:
             return _then(summary, Summary(Effect(name, what, call.span)))
         return summary
+
+    def python_effect(self, call: syntax.Call) -> Effect | None:
+        """A call of a `@python` function: its Python code may have done anything (written a
+        file, called a service), so a run again is not proven harmless."""
+        info = self.program.functions.get(call.target or "")
+        if call.call_kind != "async_function" or info is None or info.decl.python is None:
+            return None
+        attr = info.decl.python
+        return Effect(info.name, f"calls Python ({attr.module}.{attr.attribute}), which may "
+                                 "have done anything a run again would repeat", call.span)
 
     def outside_transaction(self, call: syntax.Call) -> str:
         """What a database call given the `Db` (not a `Tx`) does that would last: "" for

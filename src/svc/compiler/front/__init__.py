@@ -7,6 +7,7 @@
     parse_expressions.py  the parser's types and expressions (precedence climbing)
     parse_guards.py       the parser's guard declarations (`@guard(f)`, `guard("/p", f, ...)`)
     parse_field_rules.py  the parser's field rules: `@length(1, 240)` lines above a class field
+    parse_python.py       the parser's `@python("module", "function")` attribute
     syntax.py             the syntax tree's node classes, and `walk` over a tree
     imports.py            a program's files: read, parsed and ordered by their imports
     layout.py             the canonical layout of a file (`svcc fmt`), from its tokens

@@ -16,6 +16,7 @@ from svc.compiler.front.parse_cursor import ParseError
 from svc.compiler.front.parse_expressions import EXPR_START
 from svc.compiler.front.parse_field_rules import FieldRuleParser
 from svc.compiler.front.parse_guards import GuardParser
+from svc.compiler.front.parse_python import NO_BODY, PYTHON, PythonParser
 from svc.compiler.source import SourceFile, Span
 from svc.rules.contract import RECURSION_LIMIT, TriggerKind
 
@@ -26,7 +27,7 @@ TRIGGER_ATTRIBUTES = {kind.value: kind for kind in TriggerKind}
 _TRIGGER_ARGUMENTS = {TriggerKind.JOB: ("a job name", "send_email"),
                       TriggerKind.EVERY: ("a period", "5m"),
                       TriggerKind.CRON: ("a cron expression", "0 3 * * *")}
-ATTRIBUTES_TEXT = "@get, @post, @put, @patch, @delete, @job, @every, @cron or @guard"
+ATTRIBUTES_TEXT = "@get, @post, @put, @patch, @delete, @job, @every, @cron, @guard or @python"
 MAX_BLOCKS = 100
 AUGMENTED = {"+=": "+", "-=": "-", "*=": "*"}
 PATTERNS = ("Ok", "Err", "Some")
@@ -43,9 +44,10 @@ def parse(source: SourceFile) -> tuple[syntax.Module, list[Diagnostic]]:
     return module, lex_diagnostics + parser.diagnostics
 
 
-class Parser(GuardParser, FieldRuleParser):
+class Parser(GuardParser, FieldRuleParser, PythonParser):
     """Declarations and statements, on top of the expression parser (and the guards',
-    parse_guards.py, and the field rules' lines, parse_field_rules.py)."""
+    parse_guards.py, the field rules' lines, parse_field_rules.py, and `@python`,
+    parse_python.py)."""
 
     # --- declarations -------------------------------------------------------------------------
 
@@ -218,10 +220,13 @@ class Parser(GuardParser, FieldRuleParser):
 
     def routed_function(self) -> syntax.FunctionDef | syntax.ClassDef:
         """A function under attributes: route attributes, or a background one (@job, @every,
-        @cron); which may go together is the checker's rule (check/background.py)."""
+        @cron), or `@python` above a bodiless signature; which may go together is the
+        checker's rule (check/background.py, check/python_functions.py)."""
         routes: list[syntax.RouteAttr] = []
         background: list[syntax.BackgroundAttr] = []
         guards: list[syntax.GuardAttr] = []
+        python: syntax.PythonAttr | None = None
+        bodiless = False  # under a @python attribute, even one with a mistake
         attrs: list[Token] = []
         while self.at("@"):
             attrs.append(self.tok)
@@ -229,9 +234,21 @@ class Parser(GuardParser, FieldRuleParser):
                 background.append(self.background_attr())
             elif self.peek().kind == "name" and self.peek().value == "guard":
                 guards.append(self.guard_attr())
+            elif self.peek().kind == "name" and self.peek().value == PYTHON:
+                bodiless = True
+                attr = self.recovering_python_attr()
+                if attr is None:
+                    continue  # reported, and the rest of its line skipped
+                if python is not None:
+                    self.report("a function has one @python attribute", attr.span)
+                python = python or attr
             else:
                 routes.append(self.route_attr())
             self.end_of_line()
+        if bodiless and self.at("def"):  # the checker says it must be async
+            function = self.function(bodiless=True)
+            function.python = python
+            return function
         if self.at("def") or self.at("class"):
             # Not a handler: report once, at the attribute, and keep the declaration.
             self.report(f"an attribute must be directly above an 'async def', not a "
@@ -240,11 +257,21 @@ class Parser(GuardParser, FieldRuleParser):
         if not self.at("async"):
             raise self.fail(f"expected 'async def' after the attribute, found "
                             f"{self.tok.describe()}")
-        function = self.function()
+        function = self.function(bodiless=bodiless)
         function.routes = routes
         function.background = background
         function.guards = guards
+        function.python = python
         return function
+
+    def recovering_python_attr(self) -> syntax.PythonAttr | None:
+        """A `@python(...)` line; after a mistake in it (reported), None, past the line, so
+        the signature under it still parses as a bodiless one (one mistake, one message)."""
+        try:
+            return self.python_attr()
+        except ParseError:
+            self.synchronize()
+            return None
 
     def route_attr(self) -> syntax.RouteAttr:
         start = self.advance()
@@ -302,7 +329,9 @@ class Parser(GuardParser, FieldRuleParser):
         return syntax.AttrOption(self.span_from(name), name.text, value.value,  # type: ignore[arg-type]
                                  value.span)
 
-    def function(self) -> syntax.FunctionDef:
+    def function(self, bodiless: bool = False) -> syntax.FunctionDef:
+        """`def` or `async def`, with its body; `bodiless` (under `@python`): the signature
+        line ends it."""
         start = self.tok
         is_async = bool(self.accept("async"))
         self.expect("def", "'def' after 'async'" if is_async else "'def'")
@@ -318,9 +347,25 @@ class Parser(GuardParser, FieldRuleParser):
         if self.accept("->"):
             returns = self.type_expr()
         header = self.span_from(start)
-        self.expect(":", "':' after the function signature")
-        body = self.block()
+        if bodiless:
+            body = self.bodiless_end()
+        else:
+            self.expect(":", "':' after the function signature")
+            body = self.block()
         return syntax.FunctionDef(header, name.text, name.span, params, returns, body, is_async)
+
+    def bodiless_end(self) -> list[syntax.Stmt]:
+        """After a @python function's signature: the end of the line. A ':' and a body are
+        reported once, and the body is read (and dropped) so the rest parses as usual."""
+        if self.at(":"):
+            self.report(NO_BODY, self.tok.span)
+            self.advance()
+            self.block()
+            return []
+        if not self.accept("newline") and not self.at("eof"):
+            raise self.fail("expected end of line after the signature of a @python function "
+                            f"(it has no body), found {self.tok.describe()}")
+        return []
 
     def param(self) -> syntax.Param:
         name = self.expect("name", "a parameter name")

@@ -423,6 +423,24 @@ class GuardMethods(Node):
 
 
 @dataclass(eq=False)
+class PythonAttr(Node):
+    """`@python("markdown", "markdown", error="invalid")` above a bodiless `async def`: the
+    function is the Python callable `attribute` of `module`, called through the boundary
+    (svc.runtime.lib.python_calls). `error` is the error kind a Python exception becomes
+    (None: not written, `internal`); check/python_functions.py checks all of it."""
+
+    module: str
+    module_span: Span
+    attribute: str
+    attribute_span: Span
+    error: Optional[str] = None
+    error_span: Optional[Span] = None
+    # checker: whether the Python function is a coroutine function (awaited on the event loop)
+    # or not (run on the thread pool); None when it could not be imported
+    is_coroutine: Optional[bool] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
 class FunctionDef(Node):
     name: str
     name_span: Span
@@ -433,6 +451,8 @@ class FunctionDef(Node):
     routes: list[RouteAttr] = field(default_factory=list)
     background: list[BackgroundAttr] = field(default_factory=list)
     guards: list[GuardAttr] = field(default_factory=list)  # `@guard(f)`, top to bottom
+    # `@python(...)`: a declaration of a Python function (its body is empty), else None
+    python: Optional[PythonAttr] = None
 
 
 @dataclass(eq=False)
