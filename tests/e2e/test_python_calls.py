@@ -15,10 +15,9 @@ import pytest
 
 from tests.helpers.svc_process import REPO, start
 
-pytestmark = pytest.mark.skip(reason="needs the @python syntax (compiler part of issue 36)")
 
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "python_calls.svc"
-DECLARED_NAP = "python function nap (python_calls.svc:6, time.sleep)"
+DECLARED_NAP = f"python function nap ({PROGRAM}:6, time.sleep)"
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +64,7 @@ def test_a_result_of_the_wrong_type_is_a_500_and_the_log_names_the_declaration(s
     log = server.log(until="parse_number")
     line = next(line for line in log.splitlines() if "python function parse_number" in line)
     assert line.startswith('GET /number?text=%22seven%22: internal error: python function '
-                           'parse_number (python_calls.svc:12, json.loads) returned a value '
+                           f'parse_number ({PROGRAM}:12, json.loads) returned a value '
                            'that is not of its declared type: Expected `int`, got `str` '
                            "(got str 'seven')")
     assert "seven" not in r.body.decode()
