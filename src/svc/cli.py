@@ -307,6 +307,7 @@ def build_command(args: Any) -> int:
 
 def _build(args: Any) -> int:
     from svc import bundle, pipeline
+    from svc.dependencies.environment import python_path
 
     started = time.monotonic()
     output = bundle.output_path(args.output)
@@ -316,7 +317,8 @@ def _build(args: Any) -> int:
     if isinstance(compiled, pipeline.Failed):
         _report(compiled)  # exactly as `svcc check` shows them
         return 1
-    bundle.build_executable(compiled.code, output)
+    packages = python_path(compiled.project_dir)  # checked against svc.lock by the pipeline
+    bundle.build_executable(compiled.code, output, packages[0] if packages else None)
     elapsed = time.monotonic() - started
     bundle.progress(4, f"done: {output} ({bundle.size_text(os.path.getsize(output))}, "
                        f"{elapsed:.1f} s)")

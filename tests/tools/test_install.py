@@ -10,6 +10,7 @@ second or two.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -242,3 +243,49 @@ def test_svcc_install_needs_a_project_folder(tmp_path: Path) -> None:
     from svc.cli import main
 
     assert main(["install", "--project", str(tmp_path)]) == 2
+
+
+# --- the executable (the build itself: tests/build/test_python_build.py) ----------------------
+
+def test_the_spec_adds_the_packages_folder_as_data_beside_the_analysis(tmp_path: Path) -> None:
+    from svc.bundle import _spec_text
+
+    with_packages = _spec_text("/c/payload.svcbin", str(tmp_path / ".svc" / "python"))
+    without = _spec_text("/c/payload.svcbin")
+    assert f"packages = {str(tmp_path / '.svc' / 'python')!r}" in with_packages
+    assert "Tree(packages, prefix='svc-python'" in with_packages
+    assert "packages = None" in without
+    analysis = [line for line in with_packages.splitlines() if line.startswith("a = Analysis")]
+    assert analysis == [line for line in without.splitlines() if line.startswith("a = Analysis")]
+
+
+def test_the_analysis_holds_the_standard_library_but_tests_and_guis() -> None:
+    from svc.bundle import stdlib_modules
+
+    modules = set(stdlib_modules())
+    assert {"xml.etree.ElementTree", "email.mime.text", "html.parser", "importlib.metadata",
+            "json", "asyncio.tasks", "encodings.idna"} <= modules
+    assert not {m for m in modules if m.split(".")[0] in ("tkinter", "test", "lib2to3", "venv")}
+    assert not {m for m in modules if ".test" in m or "idle_test" in m}
+
+
+def test_the_launcher_imports_the_bundled_packages_first(tmp_path: Path, monkeypatch) -> None:
+    import sys
+
+    from svc import launcher
+    from svc.runner import use_packages
+
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
+    assert launcher.packages_path() == ()
+    make_package(tmp_path / "src", "bundled_shouty")
+    (tmp_path / "svc-python").mkdir()
+    shutil.copy(tmp_path / "src" / "bundled_shouty.py", tmp_path / "svc-python")
+    assert launcher.packages_path() == (str(tmp_path / "svc-python"),)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    use_packages(launcher.packages_path())
+    use_packages(launcher.packages_path())
+    assert sys.path[0] == str(tmp_path / "svc-python") and sys.path.count(sys.path[0]) == 1
+    import bundled_shouty  # type: ignore[import-not-found]
+
+    assert bundled_shouty.shout("hi") == "HI"
+    del sys.modules["bundled_shouty"]
