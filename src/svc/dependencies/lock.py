@@ -5,7 +5,7 @@
 
     [[package]]
     name = "markdown"
-    version = "3.7"
+    version = "<its exact version, e.g. 3.7>"
 
 Every installed distribution is listed (what the project asked for and what those need), by
 name. `dependencies` ties the lock to the table it was made from: a changed table makes the
