@@ -289,3 +289,34 @@ def test_the_launcher_imports_the_bundled_packages_first(tmp_path: Path, monkeyp
 
     assert bundled_shouty.shout("hi") == "HI"
     del sys.modules["bundled_shouty"]
+
+
+def test_a_path_package_of_another_name_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", 'shouty = { path = "vendor/loud" }\n')
+    make_package(project / "vendor" / "loud", "loud")
+    with pytest.raises(InstallError, match="'shouty' in svc.toml \\[dependencies\\]: the folder "
+                                           "'vendor/loud' installed no package of that name"):
+        install(str(project), {"shouty": {"path": "vendor/loud"}},
+                [Dependency("shouty", path="vendor/loud")])
+    assert not (project / "svc.lock").exists() and not (project / ".svc" / "python").exists()
+    assert list((project / ".svc").iterdir()) == []
+
+
+def test_without_dependencies_install_removes_what_an_earlier_table_left(tmp_path: Path,
+                                                                         capsys) -> None:
+    from svc.cli import main
+
+    project = make_project(tmp_path / "p", "")
+    (project / "svc.toml").write_text('entry = "main.svc"\n')
+    fake_install(project, earlier="1.0")
+    write_lock(str(project), Lock("old", (Package("earlier", "1.0"),)))
+    assert main(["install", "--project", str(project)]) == 0
+    assert "nothing to install (removed the old .svc/python and svc.lock)" in capsys.readouterr().out
+    assert not (project / "svc.lock").exists() and not (project / ".svc" / "python").exists()
+
+
+def test_a_lock_of_another_shape_is_reported(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "p", 'markdown = "*"\n')
+    (project / "svc.lock").write_text('dependencies = 3\n')
+    assert problem_of(project) == ("svc.lock is not a lock written by `svcc install`: run "
+                                   "`svcc install`")
