@@ -12,6 +12,7 @@
     compiler/     `.svc` files to checked programs to Python syntax trees
     runtime/      what a compiled program runs on: the server, the database, the builtins
     native/       the runtime's hot modules compiled with mypyc, used only when current
+    dependencies/ a project's Python packages: svc.toml's [dependencies], svcc install, svc.lock
     tools/        the other commands: fmt, lsp, openapi, routes, test, run --watch
 
 The layers, bottom up: rules; compiler and runtime (neither imports the other); the pipeline,

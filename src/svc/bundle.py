@@ -1,8 +1,10 @@
 """`svcc build`: one self-contained executable per program, made with PyInstaller `--onefile`.
 
 The executable holds CPython, the svc runtime and its native dependencies (uvloop, httptools,
-msgspec, websockets, SQLite) and the compiled program, marshalled into one data file. Its entry
-point is `svc.launcher`, which is the same for every program. The command around this
+msgspec, websockets, SQLite), the whole standard library, the compiled program, marshalled into
+one data file, and the project's installed Python packages (`.svc/python`, svc.dependencies) as
+plain files under `svc-python/`. Its entry point is `svc.launcher`, which is the same for every
+program. The command around this
 (arguments, messages, SIGTERM) is `svcc build` in `svc.cli`.
 
 Why builds after the first are fast: PyInstaller keeps its work (the import analysis, the
@@ -10,6 +12,11 @@ bytecode archive, stripped binaries) in a cache folder keyed by the svc, Python 
 versions. The entry script, search path and hidden imports never change between programs, and
 the program is added only to the final archive, not to the analysis, so a rebuild reruns only the
 final assembly (a few seconds) instead of the whole analysis (20 s to a minute).
+
+The project's packages follow the program: data of the final archive, never analysed, so a
+project with dependencies reuses the same cached analysis. What they import from the standard
+library must be in the executable already: that is why the analysis holds the whole standard
+library (`stdlib_modules`), not only what the runtime imports.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any, Iterator
 import svc.launcher
 from svc import __version__, native
 from svc.compiler.diagnostics import plural
-from svc.launcher import PAYLOAD_NAME, encode_program
+from svc.launcher import PACKAGES_DATA, PAYLOAD_NAME, encode_program
 from svc.process import silence_stdout
 
 STAGES = 4
@@ -39,6 +46,13 @@ APP_NAME = "svc-app"
 RUNTIME_PACKAGES = ("svc", "uvloop", "httptools", "msgspec", "websockets", "asyncpg", "re2",
                     "croniter", "dateutil", "prometheus_client")
 RUNTIME_MODULES = ("sqlite3",)
+#: Standard library modules no bundled package needs: tests, GUIs, and the tools for making
+#: environments and packages (with their submodules).
+STDLIB_LEFT_OUT = frozenset({
+    "test", "tkinter", "_tkinter", "idlelib", "turtle", "turtledemo", "lib2to3", "ensurepip",
+    "venv", "pydoc_data", "pydoc", "distutils", "antigravity", "this", "__phello__", "msilib",
+    "_msi", "xxsubtype", "xxlimited", "xxlimited_35", "_xxsubinterpreters", "_xxtestfuzz"})
+
 # zlib level for the archive: 6 packs within 1% of PyInstaller's default 9, three times faster.
 COMPRESSION_LEVEL = "6"
 LOG_TAIL_LINES = 30
@@ -50,10 +64,13 @@ from PyInstaller.utils.hooks import collect_submodules
 
 hidden = sorted({{name for package in {packages!r} for name in collect_submodules(package)}}
                 | set({modules!r}))
-a = Analysis([{script!r}], pathex=[{pathex!r}], hiddenimports=hidden)
+a = Analysis([{script!r}], pathex=[{pathex!r}], hiddenimports=hidden + {stdlib!r})
 pyz = PYZ(a.pure)
+packages = {packages_folder!r}
+packages = Tree(packages, prefix={packages_data!r}, excludes=["__pycache__", "*.pyc"]) \
+    if packages else []
 exe = EXE(pyz, a.scripts, a.binaries + {native!r},
-          a.datas + [({payload_name!r}, {payload!r}, "DATA")],
+          a.datas + [({payload_name!r}, {payload!r}, "DATA")] + packages,
           name={name!r}, console=True, strip={strip!r}, upx=False, debug=False)
 '''
 
@@ -95,9 +112,11 @@ def _is_executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-def build_executable(code: list[tuple[str, types.CodeType]], output: str) -> None:
+def build_executable(code: list[tuple[str, types.CodeType]], output: str,
+                     packages: str | None = None) -> None:
     """Stages 2 and 3: pack a program's code objects (`pipeline.Compiled.code`) and bundle
-    them into the executable `output`."""
+    them, with the folder of the project's installed Python packages if it has one, into the
+    executable `output`."""
     payload = encode_program(code)
     progress(2, f"packing the program ({plural(len(code), 'file')}, {size_text(len(payload))})")
     cache = cache_dir()
@@ -110,7 +129,7 @@ def build_executable(code: list[tuple[str, types.CodeType]], output: str) -> Non
         first = not os.path.exists(os.path.join(cache, "work", APP_NAME, "Analysis-00.toc"))
         progress(3, "bundling with PyInstaller (" + (
             "first build takes about a minute" if first else f"reusing the cache in {cache}") + ")")
-        _install(_bundle(cache, payload), output)
+        _install(_bundle(cache, payload, packages), output)
 
 
 def _require_bundler() -> None:
@@ -148,11 +167,11 @@ def cache_dir() -> str:
     return os.path.join(cache_root(), f"build-{__version__}-{python}-{bundler}-{machine}")
 
 
-def _bundle(cache: str, payload: bytes) -> str:
+def _bundle(cache: str, payload: bytes, packages: str | None) -> str:
     """Run PyInstaller on the spec with the program's payload; the built file."""
     payload_path = _store_payload(os.path.join(cache, "payload"), payload)
     spec = os.path.join(cache, f"{APP_NAME}.spec")
-    _write_if_changed(spec, _spec_text(payload_path).encode())
+    _write_if_changed(spec, _spec_text(payload_path, packages).encode())
     log_path = os.path.join(cache, "pyinstaller.log")
     dist = os.path.join(cache, "dist")
     command = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "INFO",
@@ -187,17 +206,54 @@ def _run(command: list[str], env: dict[str, str], log: Any, cwd: str) -> int:
         raise
 
 
-def _spec_text(payload_path: str) -> str:
-    """The spec: the same for every program but the payload's path. Binaries are stripped of
-    their symbol tables on Linux only (half the size; PyInstaller advises against it on
-    Windows, and on macOS it would touch code signatures)."""
+def _spec_text(payload_path: str, packages: str | None = None) -> str:
+    """The spec: the same for every program but the payload's path and the packages folder
+    (neither of them part of the analysis). Binaries are stripped of their symbol tables on
+    Linux only (half the size; PyInstaller advises against it on Windows, and on macOS it would
+    touch code signatures)."""
     script = os.path.abspath(svc.launcher.__file__)
     return SPEC_TEMPLATE.format(
         packages=tuple(p for p in RUNTIME_PACKAGES if importlib.util.find_spec(p) is not None),
-        modules=RUNTIME_MODULES, script=script,
+        modules=RUNTIME_MODULES, script=script, stdlib=stdlib_modules(),
+        packages_folder=os.path.abspath(packages) if packages else None,
+        packages_data=PACKAGES_DATA,
         pathex=os.path.dirname(os.path.dirname(script)),  # the folder that holds `svc`
         payload_name=PAYLOAD_NAME, payload=payload_path, name=APP_NAME, native=native_files(),
         strip=sys.platform.startswith("linux") and shutil.which("strip") is not None)
+
+
+def stdlib_modules() -> list[str]:
+    """Every module of this Python's standard library but those `STDLIB_LEFT_OUT` (and their
+    submodules, and packages' own `test`/`tests`), by name: found on disk, never imported."""
+    found = []
+    for name in sorted(sys.stdlib_module_names - STDLIB_LEFT_OUT):
+        if name.startswith("_test"):
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        found.append(name)
+        if spec.submodule_search_locations:
+            found.extend(_submodules(name, list(spec.submodule_search_locations)))
+    return found
+
+
+def _submodules(package: str, paths: list[str]) -> list[str]:
+    """A package's submodules, depth first, by walking its folders (nothing is imported)."""
+    import pkgutil
+
+    found = []
+    for info in pkgutil.iter_modules(paths):
+        if info.name in ("test", "tests", "idle_test") or info.name.startswith("_test"):
+            continue
+        name = f"{package}.{info.name}"
+        found.append(name)
+        if info.ispkg:
+            found.extend(_submodules(name, [os.path.join(p, info.name) for p in paths]))
+    return found
 
 
 def native_files() -> list[tuple[str, str, str]]:

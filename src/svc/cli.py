@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     routes = commands.add_parser("routes", help="print the route table and each route's guards")
     _add_target(routes)
 
+    install = commands.add_parser(
+        "install", help="install the project's Python packages ([dependencies]) and lock them")
+    install.add_argument("--project", metavar="DIR", default=".",
+                         help="the project folder with svc.toml (default: this folder)")
+
     fmt = commands.add_parser("fmt", help="rewrite .svc files in the canonical layout")
     fmt.add_argument("files", nargs="*", metavar="PATH",
                      help=".svc files, or folders whose .svc files to format")
@@ -157,6 +162,8 @@ def _guarded(args: Any) -> int:
     never a traceback."""
     try:
         usage = usage_error(args.file, args.project) if hasattr(args, "file") else None
+        if args.command == "install":
+            usage = usage_error(None, args.project)
         if hasattr(args, "files"):
             usage = fmt_usage_error(args.files, args.project)
         if usage:
@@ -300,6 +307,7 @@ def build_command(args: Any) -> int:
 
 def _build(args: Any) -> int:
     from svc import bundle, pipeline
+    from svc.dependencies.environment import python_path
 
     started = time.monotonic()
     output = bundle.output_path(args.output)
@@ -309,7 +317,8 @@ def _build(args: Any) -> int:
     if isinstance(compiled, pipeline.Failed):
         _report(compiled)  # exactly as `svcc check` shows them
         return 1
-    bundle.build_executable(compiled.code, output)
+    packages = python_path(compiled.project_dir)  # checked against svc.lock by the pipeline
+    bundle.build_executable(compiled.code, output, packages[0] if packages else None)
     elapsed = time.monotonic() - started
     bundle.progress(4, f"done: {output} ({bundle.size_text(os.path.getsize(output))}, "
                        f"{elapsed:.1f} s)")
@@ -363,10 +372,39 @@ def fmt_command(args: Any) -> int:
     return format_files(args.files, args.project, args.check)
 
 
+# --- svcc install -----------------------------------------------------------------------------
+
+def install_command(args: Any) -> int:
+    """`svcc install [--project DIR]`: 0 installed (or nothing to install), 1 svc.toml has
+    errors or the install failed (having changed nothing)."""
+    from svc import pipeline
+    from svc.compiler.diagnostics import plural
+    from svc.dependencies.install import InstallError, install, uninstall
+
+    project, failed = pipeline.read_project(args.project)
+    if project is None:
+        _report(failed)
+        return 1
+    if not project.dependencies_table:
+        removed = uninstall(args.project)
+        print("svc.toml lists no Python dependencies: nothing to install"
+              + (" (removed the old .svc/python and svc.lock)" if removed else ""))
+        return 0
+    try:
+        done = install(args.project, project.dependencies_table, project.dependencies)
+    except InstallError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    how = "the versions svc.lock pins" if done.from_lock else "svc.toml's ranges, svc.lock written"
+    names = ", ".join(f"{p.name} {p.version}" for p in done.lock.packages)
+    print(f"installed {plural(len(done.lock.packages), 'Python package')} from {how}: {names}")
+    return 0
+
+
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "check": check_command, "run": run_command, "build": build_command, "test": test_command,
     "openapi": openapi_command, "lsp": lsp_command, "fmt": fmt_command,
-    "routes": routes_command}
+    "routes": routes_command, "install": install_command}
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ import os
 import sys
 
 PAYLOAD_NAME = "program.svcbin"
+#: The folder of the project's installed Python packages inside the executable (`svcc build`
+#: copies `.svc/python` there, svc.bundle).
+PACKAGES_DATA = "svc-python"
 # Bumped whenever the payload layout changes; the executable refuses a payload it cannot read.
 PAYLOAD_FORMAT = 1
 
@@ -33,10 +36,22 @@ def decode_program(data: bytes) -> list:
     return payload[1]
 
 
+def unpacked_folder() -> str:
+    """Where the bootloader unpacked the executable's files (this script's folder when not
+    frozen)."""
+    return getattr(sys, "_MEIPASS", None) or os.path.dirname(os.path.abspath(__file__))
+
+
 def payload_path() -> str:
-    """Where the bootloader unpacked the program (beside this script when not frozen)."""
-    base = getattr(sys, "_MEIPASS", None) or os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(base, PAYLOAD_NAME)
+    """Where the bootloader unpacked the program."""
+    return os.path.join(unpacked_folder(), PAYLOAD_NAME)
+
+
+def packages_path() -> tuple[str, ...]:
+    """The bundled project's Python packages, as the import path entries that find them
+    (none when the project had none): what `svcc run` takes from `.svc/python`."""
+    folder = os.path.join(unpacked_folder(), PACKAGES_DATA)
+    return (folder,) if os.path.isdir(folder) else ()
 
 
 def receive_signals_once() -> None:
@@ -71,7 +86,7 @@ def stop_with_the_bootloader() -> None:
 def main() -> int:
     """Load the embedded program and serve it like `svcc run`; the exit status is its own."""
     from svc.process import reopen_closed_standard_streams
-    from svc.runner import run_program
+    from svc.runner import run_program, use_packages
 
     reopen_closed_standard_streams()
     receive_signals_once()
@@ -82,6 +97,7 @@ def main() -> int:
     except (OSError, ValueError, EOFError, TypeError) as exc:
         print(f"error: cannot load the embedded program: {exc}", file=sys.stderr)
         return 1
+    use_packages(packages_path())
     return run_program(code, base_dir=None)
 
 

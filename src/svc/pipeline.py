@@ -37,8 +37,9 @@ from svc.compiler.sql.statements import SqlReport
 from svc.compiler.svctypes import UNIT, Type
 from svc.compiler.check.context import suggest
 from svc.dependencies.environment import python_path
+from svc.dependencies.verify import environment_problem
 from svc.project import (Project, config_key_position, config_path, limit_position,
-                         load_project, migrations_key_position)
+                         load_project, migrations_key_position, table_position)
 from svc.rules.traffic import guard_limit_problem, route_limit_problem
 
 if TYPE_CHECKING:  # imported when a program declares migrations (_check_sql)
@@ -102,17 +103,22 @@ class Compiled:
 
 
 def check(target: Target, overlay: Overlay | None = None,
-          schemas: Schemas | None = None, sql: bool = True) -> Checked | Failed:
+          schemas: Schemas | None = None, sql: bool = True,
+          environment: bool = True) -> Checked | Failed:
     """Read, follow imports, parse, check, build the route table and check the SQL. `overlay`
     gives texts that stand in for files on disk (a language server's open documents);
     `schemas` the session's open schemas (without: SQLite fully and PostgreSQL's syntax,
     opened and closed here); `sql=False` stops before the SQL check (`svcc check --against`
-    checks an older version's SQL against other migrations)."""
+    checks an older version's SQL against other migrations); `environment=False` skips the
+    check that a project's installed Python packages are those svc.lock records (that older
+    version's checkout has none installed)."""
     sources: dict[str, SourceFile] = {}
     entry, project_dir, project = target.file, None, None
     if target.project is not None:
         project, diagnostics = _read_project(target.project, sources)
-        if project is None:
+        if project is not None and environment:
+            diagnostics = _environment_diagnostics(project, sources)
+        if project is None or diagnostics:
             return Failed(diagnostics, sources)
         entry, project_dir = project.entry, os.path.normpath(target.project)
     assert entry is not None, "a Target names a file or a project"
@@ -270,6 +276,25 @@ def generate(checked: Checked) -> list[tuple[str, ast.Module]]:
     """The generate step: one Python module per `.svc` file, in load order (`compile` runs
     it; `svcc check --emit-python` shows it)."""
     return codegen.generate(checked.program)
+
+
+def read_project(folder: str) -> tuple[Project | None, Failed]:
+    """A project's checked svc.toml alone (what `svcc install` reads), or None and why not."""
+    sources: dict[str, SourceFile] = {}
+    project, diagnostics = _read_project(folder, sources)
+    return project, Failed(diagnostics, sources)
+
+
+def _environment_diagnostics(project: Project, sources: dict[str, SourceFile]
+                             ) -> list[Diagnostic]:
+    """A project with `[dependencies]` runs only with the packages svc.lock records
+    (svc.dependencies.verify): else one diagnostic at the `[dependencies]` table."""
+    problem = environment_problem(project.directory, project.dependencies_table)
+    if problem is None:
+        return []
+    source = sources[os.path.normpath(config_path(project.directory))]
+    line, col = table_position(source, "dependencies")
+    return [Diagnostic(problem, Span(source.path, line, col, line, col + len("dependencies")))]
 
 
 def _read_project(folder: str, sources: dict[str, SourceFile]) -> tuple[Project | None,

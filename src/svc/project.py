@@ -18,6 +18,8 @@ holds the program's configuration and server switches.
     [jobs]                  # optional: the job runner's poll interval and lease grace (svc.rules.settings)
     [migrations]            # optional: each database's folder of migration files
                             # (svc.compiler.sql.migration_files)
+    [dependencies]          # optional: the project's Python packages (svc.dependencies.manifest)
+    [python]                # optional: the threads of blocking @python functions (svc.rules.settings)
 
 Any other key, a value of the wrong type, a missing `entry` or malformed TOML is one clear
 diagnostic pointing into `svc.toml` (the position of the key where it can be found). So is a
@@ -37,7 +39,8 @@ from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.source import SourceFile, Span
 from svc.compiler.sql.migration_files import migrations_problem
 from svc.rules.config_values import SECRET_WORDS, env_name, is_secret, toml_type
-from svc.rules.settings import TABLES, Settings, jobs_problem
+from svc.dependencies.manifest import Dependency, dependencies, dependencies_problem
+from svc.rules.settings import TABLES, Settings, jobs_problem, python_problem
 from svc.rules.traffic import (
     cors_problem, guard_limits_problem, proxies_clash, proxies_problem, rate_limit_problem,
     route_limits_problem,
@@ -61,6 +64,10 @@ class Project:
     settings: Settings = field(default_factory=Settings)
     #: `[migrations]`: each declared dialect's folder, as written (relative to `directory`)
     migrations: dict[str, str] = field(default_factory=dict)
+    #: `[dependencies]`: the Python packages `svcc install` installs, in svc.toml's order
+    dependencies: list[Dependency] = field(default_factory=list)
+    #: `[dependencies]` as written (its digest ties svc.lock to it); None without the table
+    dependencies_table: dict | None = None
 
     @property
     def config(self) -> dict[str, object]:
@@ -120,7 +127,7 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
                          "[server], [cors], [rate_limit], [guard_limits], [route_limits], "
-                         "[proxies], [jobs], [migrations])", line, col, len(key))
+                         "[proxies], [jobs], [migrations], [dependencies], [python])", line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
@@ -140,7 +147,8 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         return error(f"the entry file '{path}' named in svc.toml {problem}", line, col,
                      len("entry"))
     return Project(directory, path, data.get("name"), Settings.from_tables(data),
-                   dict(data.get("migrations", {}))), []
+                   dict(data.get("migrations", {})), dependencies(data.get("dependencies")),
+                   data.get("dependencies")), []
 
 
 def _assigns_secret(source: SourceFile, line: int) -> bool:
@@ -179,7 +187,8 @@ def _server_problem(table: dict) -> tuple[str, str] | None:
 _TABLE_CHECKS = {"config": _config_problem, "server": _server_problem,
                  "cors": cors_problem, "rate_limit": rate_limit_problem,
                  "guard_limits": guard_limits_problem, "route_limits": route_limits_problem,
-                 "proxies": proxies_problem, "jobs": jobs_problem}
+                 "proxies": proxies_problem, "jobs": jobs_problem,
+                 "dependencies": dependencies_problem, "python": python_problem}
 #: The tables of one inner table per name, and how their checks join a name and its key.
 LIMIT_TABLES = {"guard_limits": ".", "route_limits": "\0"}
 
@@ -200,6 +209,11 @@ def limit_position(source: SourceFile, table: str, name: str, key: str) -> tuple
     line, col = _table_key_position(source, table, name)
     quoted = col > 1 and source.line_text(line)[col - 2:col - 1] in ("'", '"')
     return line, col - 1 if quoted else col  # at its opening quote, as in a header
+
+
+def table_position(source: SourceFile, table: str) -> tuple[int, int]:
+    """Where table `table` is opened (or its first dotted key written); 1, 1 if nowhere."""
+    return _key_position(source, table)
 
 
 def migrations_key_position(source: SourceFile, dialect: str) -> tuple[int, int]:

@@ -16,6 +16,7 @@ import types
 
 from svc import process
 from svc.compiler.diagnostics import escape_controls
+from svc.dependencies.environment import python_path
 from svc.rules.settings import Settings
 
 MODULE_NAME = "__svc_program__"
@@ -46,6 +47,16 @@ def read_configuration(namespace: dict) -> list[str]:
     return load((None if table is None else dict(table), classes))
 
 
+def use_packages(folders: tuple[str, ...]) -> None:
+    """Put a project's installed Python packages (svc.dependencies.environment) at the front
+    of the import path, once each, so its `@python` functions import them before anything
+    else of the same name. Generated code imports those modules as it starts
+    (svc.runtime.lib.python_calls), so this comes before `load_namespace`."""
+    for folder in reversed(folders):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+
+
 def settings_of(namespace: dict) -> Settings:
     """The program's settings (svc.toml's tables), as its entry module holds them."""
     found = namespace.get(SETTINGS)
@@ -58,6 +69,7 @@ def run_program(code: list[tuple[str, types.CodeType]], base_dir: str | None) ->
     Relative database paths resolve against `base_dir` (the project folder), or against the
     working directory when it is None."""
     process.raise_recursion_limit()
+    use_packages(python_path(base_dir))
     try:
         namespace = load_namespace(code)
         problems = read_configuration(namespace)

@@ -26,3 +26,16 @@ def python_path(project_dir: str | None) -> tuple[str, ...]:
         return ()
     folder = packages_folder(project_dir)
     return (folder,) if os.path.isdir(folder) else ()
+
+
+def installed(folder: str) -> dict[str, str]:
+    """The distributions installed in a packages folder: normalized name -> version (from
+    their `.dist-info` metadata, as pip records them; {} for a missing folder)."""
+    from importlib.metadata import distributions
+
+    from svc.dependencies.manifest import normalized
+
+    if not os.path.isdir(folder):
+        return {}
+    return {normalized(d.metadata["Name"]): d.version for d in distributions(path=[folder])
+            if d.metadata["Name"]}

@@ -22,7 +22,10 @@ from svc.rules.traffic import (
 #: The tables svc.toml may hold besides its `entry` and `name` keys, in the order they are
 #: listed in messages.
 TABLES = ("config", "server", "cors", "rate_limit", "guard_limits", "route_limits", "proxies",
-          "jobs")
+          "jobs", "dependencies", "python")
+#: Tables for the tools, not the running program: never part of the settings code generation
+#: emits (`[dependencies]` is what `svcc install` and `svcc build` read, svc.dependencies).
+TOOL_TABLES = ("dependencies",)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,9 @@ class Settings:
             route_limits=_limits(tables.get("route_limits")),
             proxies=tuple((tables.get("proxies") or {}).get("trusted", ())),
             jobs=JobSettings(**{key: float(value) for key, value in jobs.items()}),
-            tables=MappingProxyType({key: tables[key] for key in TABLES if key in tables}))
+            python_threads=(tables.get("python") or {}).get("threads"),
+            tables=MappingProxyType({key: tables[key] for key in TABLES
+                                     if key in tables and key not in TOOL_TABLES}))
 
 
 def _limits(table: Mapping[str, Any] | None) -> tuple[tuple[str, RateLimitSettings], ...]:
@@ -113,4 +118,22 @@ def jobs_problem(table: dict) -> tuple[str, str] | None:
                 or not low <= value <= high:
             return key, (f"'{key}' in svc.toml [jobs] must be a number of seconds from {low:g} "
                          f"to {high:g} ({JOB_KEYS[key]}), got {value!r}")
+    return None
+
+
+#: `[python]`'s keys: what each means, and the range allowed.
+PYTHON_KEYS = {"threads": "the threads that run blocking @python functions"}
+PYTHON_THREADS = (1, 256)
+
+
+def python_problem(table: dict) -> tuple[str, str] | None:
+    """(key, message) for the first `[python]` entry that is unknown or out of range."""
+    for key, value in table.items():
+        if key not in PYTHON_KEYS:
+            return key, (f"unknown key '{key}' in svc.toml [python] (allowed: "
+                         f"{', '.join(PYTHON_KEYS)})")
+        low, high = PYTHON_THREADS
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return key, (f"'{key}' in svc.toml [python] must be a whole number from {low} to "
+                         f"{high} ({PYTHON_KEYS[key]}), got {value!r}")
     return None

@@ -44,7 +44,7 @@ def check_against(rev: str, project_dir: str, migrations: dict[str, list[Migrati
         old_dir = _old_project(rev, project_dir, scratch)
         if not os.path.isdir(old_dir):
             return old_dir  # why
-        old = pipeline.check(pipeline.Target(project=old_dir), sql=False)
+        old = pipeline.check(pipeline.Target(project=old_dir), sql=False, environment=False)
         if isinstance(old, pipeline.Failed):
             shown = _renamed(old.diagnostics, old.sources, old_dir, rev)
             return AgainstResult(

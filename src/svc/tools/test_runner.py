@@ -128,10 +128,13 @@ def _signature_problem(program: CheckedProgram, decl: syntax.FunctionDef) -> str
 def run_tests(code: list[tuple[str, types.CodeType]], tests: list[SvcTest],
               timeout: float, base_dir: str | None, out: TextIO) -> int:
     """Run each test, print one line per test and the summary line; 1 if any failed."""
+    from svc.dependencies.environment import python_path
+    from svc.runner import use_packages
     from svc.runtime.db import set_base_directory
 
     process.raise_recursion_limit()
     set_base_directory(base_dir)
+    use_packages(python_path(base_dir))  # as `svcc run` does: the project's packages first
     passed = failed = 0
     width = max((len(t.name) for t in tests), default=0)
     for test in tests:
