@@ -16,8 +16,7 @@ import pytest
 from tests.helpers.executables import (POSIX_ONLY, REPO, install_alone, start, svcc, svcc_build,
                                        unpack_folders)
 
-pytestmark = [pytest.mark.build, POSIX_ONLY,
-              pytest.mark.skip(reason="needs the @python syntax (compiler part of issue 36)")]
+pytestmark = [pytest.mark.build, POSIX_ONLY]
 
 
 def test_the_notes_app_renders_markdown_with_the_bundled_package(build_cache, tmp_path):

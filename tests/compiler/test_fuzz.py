@@ -56,14 +56,15 @@ def seeds() -> list[tuple[Path, bytes]]:
     include_text keep working)."""
     return [(Path(name) / f.relative_to(root), f.read_bytes())
             for name, root in ROOTS.items() if root.is_dir()
-            for f in sorted(root.rglob("*.svc")) if f.stat().st_size < 200_000]
+            for f in sorted(root.rglob("*.svc"))
+            if f.is_file() and ".svc" not in f.parent.parts and f.stat().st_size < 200_000]
 
 
 def copy_sources(target: Path) -> None:
     """Copy the seed trees, source files only (no databases or build output)."""
     def ignore(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if not (Path(folder, n).is_dir()
-                                         or n.endswith((".svc", ".html", ".toml")))]
+        return [n for n in names if n == ".svc" or not (
+            Path(folder, n).is_dir() or n.endswith((".svc", ".html", ".toml")))]
     for name, root in ROOTS.items():
         if root.is_dir():
             shutil.copytree(root, target / name, ignore=ignore)

@@ -124,8 +124,11 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, args, message) -> Non
 
 # --- everything the project ships is in the layout ---------------------------------------------
 
-FORMATTED = sorted([*REPO.glob("examples/**/*.svc"), *REPO.glob("tests/e2e/programs/*.svc"),
-                    *REPO.glob("tests/compiler/corpus/good/*.svc")])
+#: (A project's `.svc/` folder is svcc's own: installed packages, never a program.)
+FORMATTED = sorted(f for f in [*REPO.glob("examples/**/*.svc"),
+                               *REPO.glob("tests/e2e/programs/*.svc"),
+                               *REPO.glob("tests/compiler/corpus/good/*.svc")]
+                   if f.is_file() and ".svc" not in f.parent.parts)
 #: A corpus file kept as it is on purpose: it tests the lexer on CRLF line ends.
 NOT_FORMATTED = {REPO / "tests/compiler/corpus/good/p_crlf.svc"}
 PAGES = [*sorted(REPO.glob("docs/reference/*.md")), REPO / "docs/guide.md"]
