@@ -31,6 +31,10 @@ from svc.runtime.lib.support import (
 from svc.runtime.observability.serverlog import ServerLog
 from tests.runtime.lib import python_targets as targets
 
+# It drives the compiled request path (connection, responses, routing): `make test` runs it
+# again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 TARGETS = "tests.runtime.lib.python_targets"
 WHERE = "notes.svc:3"
 
