@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import resource
 import sys
 import threading
@@ -447,6 +448,8 @@ def _rss_bytes() -> int:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+@pytest.mark.skipif(os.environ.get("SVC_NATIVE") == "0",
+                    reason="the boundary is pure Python either way: once is enough")
 def test_100_000_calls_keep_the_memory_they_started_with():
     blocking = declare("echo", (Note,), Note)
     awaited = declare("echo_async", (Note,), Note)
