@@ -7,16 +7,13 @@ plain files under `svc-python/`. Its entry point is `svc.launcher`, which is the
 program. The command around this
 (arguments, messages, SIGTERM) is `svcc build` in `svc.cli`.
 
-Why builds after the first are fast: PyInstaller keeps its work (the import analysis, the
-bytecode archive, stripped binaries) in a cache folder keyed by the svc, Python and PyInstaller
-versions. The entry script, search path and hidden imports never change between programs, and
-the program is added only to the final archive, not to the analysis, so a rebuild reruns only the
-final assembly (a few seconds) instead of the whole analysis (20 s to a minute).
-
-The project's packages follow the program: data of the final archive, never analysed, so a
-project with dependencies reuses the same cached analysis. What they import from the standard
-library must be in the executable already: that is why the analysis holds the whole standard
-library (`stdlib_modules`), not only what the runtime imports.
+Why builds after the first are fast: the PyInstaller file is the same for every program (the
+launcher reads the program attached after it, svc.launcher), so it is made once per
+toolchain, runtime and set of bundled Python packages (`_base_key`), kept in the cache folder
+as a "base", and each build copies it and appends the program: a moment instead of the final
+assembly (10 to 20 s, compressing every binary again). When a base must be made, PyInstaller
+reuses its own cached work (the import analysis, the bytecode archive, stripped binaries), so
+only the first build on a machine runs the whole analysis (a minute or more).
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ from typing import Any, Iterator
 import svc.launcher
 from svc import __version__, native
 from svc.compiler.diagnostics import plural
-from svc.launcher import PACKAGES_DATA, PAYLOAD_NAME, encode_program
+from svc.launcher import PACKAGES_DATA, attach_program, encode_program
 from svc.process import silence_stdout
 
 STAGES = 4
@@ -58,8 +55,8 @@ COMPRESSION_LEVEL = "6"
 LOG_TAIL_LINES = 30
 
 SPEC_TEMPLATE = '''\
-# Written by `svcc build`. The analysis is the same for every program, so PyInstaller reuses
-# it: the program itself ({payload_name}) joins only the final archive.
+# Written by `svcc build`. The same for every program: the program is attached to a copy of
+# the file this makes (svc.launcher), so PyInstaller reuses its analysis and svcc the file.
 from PyInstaller.utils.hooks import collect_submodules
 
 hidden = sorted({{name for package in {packages!r} for name in collect_submodules(package)}}
@@ -70,7 +67,7 @@ packages = {packages_folder!r}
 packages = Tree(packages, prefix={packages_data!r}, excludes=["__pycache__", "*.pyc"]) \
     if packages else []
 exe = EXE(pyz, a.scripts, a.binaries + {native!r},
-          a.datas + [({payload_name!r}, {payload!r}, "DATA")] + packages,
+          a.datas + packages,
           name={name!r}, console=True, strip={strip!r}, upx=False, debug=False)
 '''
 
@@ -126,10 +123,17 @@ def build_executable(code: list[tuple[str, types.CodeType]], output: str,
         raise BuildError(f"cannot use the build cache folder '{cache}': {exc.strerror or exc} "
                          "(set SVC_CACHE_DIR to a folder svcc may write)") from None
     with _locked(os.path.join(cache, "lock")):
-        first = not os.path.exists(os.path.join(cache, "work", APP_NAME, "Analysis-00.toc"))
-        progress(3, "bundling with PyInstaller (" + (
-            "first build takes about a minute" if first else f"reusing the cache in {cache}") + ")")
-        _install(_bundle(cache, payload, packages), output)
+        spec = _spec_text(packages)
+        base = os.path.join(cache, "bases", _base_key(spec, packages))
+        if os.path.isfile(base):
+            progress(3, f"attaching it to the executable cached in {cache}")
+        else:
+            first = not os.path.exists(os.path.join(cache, "work", APP_NAME, "Analysis-00.toc"))
+            progress(3, "bundling with PyInstaller (" + (
+                "first build takes about a minute" if first
+                else f"reusing the cache in {cache}") + ")")
+            _keep_base(_bundle(cache, spec), base)
+        _install(base, payload, output)
 
 
 def _require_bundler() -> None:
@@ -167,11 +171,10 @@ def cache_dir() -> str:
     return os.path.join(cache_root(), f"build-{__version__}-{python}-{bundler}-{machine}")
 
 
-def _bundle(cache: str, payload: bytes, packages: str | None) -> str:
-    """Run PyInstaller on the spec with the program's payload; the built file."""
-    payload_path = _store_payload(os.path.join(cache, "payload"), payload)
+def _bundle(cache: str, spec_text: str) -> str:
+    """Run PyInstaller on the spec; the built file (without a program)."""
     spec = os.path.join(cache, f"{APP_NAME}.spec")
-    _write_if_changed(spec, _spec_text(payload_path, packages).encode())
+    _write_if_changed(spec, spec_text.encode())
     log_path = os.path.join(cache, "pyinstaller.log")
     dist = os.path.join(cache, "dist")
     command = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "INFO",
@@ -186,6 +189,51 @@ def _bundle(cache: str, payload: bytes, packages: str | None) -> str:
                          f"full log: {log_path}\n"
                          f"if this persists, delete the build cache: {cache}")
     return built
+
+
+#: How many bases a cache keeps (the most recently made): one per set of bundled packages
+#: and per state of the runtime, so a few cover the projects of a machine.
+BASES_KEPT = 4
+
+
+def _base_key(spec: str, packages: str | None) -> str:
+    """What a base is made of, as a file name: the spec (the compiled runtime's files are in
+    it), svc's own modules and the runtime libraries' versions, and the bundled packages
+    (each file's path, size and time of change: svc's files change in a checkout)."""
+    digest = hashlib.sha256(spec.encode())
+    for package in RUNTIME_PACKAGES:
+        try:
+            digest.update(f"{package} {importlib.metadata.version(package)}\n".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"{package} -\n".encode())
+    for folder in (os.path.dirname(os.path.abspath(svc.__file__)), packages):
+        if folder:
+            digest.update(_files_state(folder).encode())
+    return digest.hexdigest()[:24]
+
+
+def _files_state(folder: str) -> str:
+    """Every file below `folder` but bytecode caches: relative path, size, change time."""
+    lines = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            stat = os.stat(os.path.join(root, name))
+            lines.append(f"{os.path.relpath(os.path.join(root, name), folder)} "
+                         f"{stat.st_size} {stat.st_mtime_ns}")
+    return "\n".join(lines)
+
+
+def _keep_base(built: str, base: str) -> None:
+    """Keep PyInstaller's file as the base `base`, and only the newest BASES_KEPT."""
+    folder = os.path.dirname(base)
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy2(built, base + ".partial")
+    os.replace(base + ".partial", base)
+    kept = sorted((os.path.join(folder, name) for name in os.listdir(folder)),
+                  key=os.path.getmtime, reverse=True)
+    for old in kept[BASES_KEPT:]:
+        os.remove(old)
 
 
 def _run(command: list[str], env: dict[str, str], log: Any, cwd: str) -> int:
@@ -206,9 +254,9 @@ def _run(command: list[str], env: dict[str, str], log: Any, cwd: str) -> int:
         raise
 
 
-def _spec_text(payload_path: str, packages: str | None = None) -> str:
-    """The spec: the same for every program but the payload's path and the packages folder
-    (neither of them part of the analysis). Binaries are stripped of their symbol tables on
+def _spec_text(packages: str | None = None) -> str:
+    """The spec: the same for every program but the packages folder (not part of the
+    analysis). Binaries are stripped of their symbol tables on
     Linux only (half the size; PyInstaller advises against it on Windows, and on macOS it would
     touch code signatures)."""
     script = os.path.abspath(svc.launcher.__file__)
@@ -218,7 +266,7 @@ def _spec_text(payload_path: str, packages: str | None = None) -> str:
         packages_folder=os.path.abspath(packages) if packages else None,
         packages_data=PACKAGES_DATA,
         pathex=os.path.dirname(os.path.dirname(script)),  # the folder that holds `svc`
-        payload_name=PAYLOAD_NAME, payload=payload_path, name=APP_NAME, native=native_files(),
+        name=APP_NAME, native=native_files(),
         strip=sys.platform.startswith("linux") and shutil.which("strip") is not None)
 
 
@@ -271,34 +319,20 @@ def native_files() -> list[tuple[str, str, str]]:
     return sorted(entries)
 
 
-def _install(built: str, output: str) -> None:
-    """Copy the built executable to `output` atomically: never a half-written file there."""
+def _install(base: str, payload: bytes, output: str) -> None:
+    """A copy of the base with the program attached, at `output` atomically: never a
+    half-written file there."""
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     partial = output + ".partial"
     try:
-        shutil.copy2(built, partial)
+        shutil.copy2(base, partial)
+        attach_program(partial, payload)
         os.replace(partial, output)
     except OSError as exc:
         raise BuildError(f"cannot write '{output}': {exc.strerror or exc}") from None
     finally:
         if os.path.exists(partial):
             os.remove(partial)
-
-
-def _store_payload(folder: str, payload: bytes) -> str:
-    """Keep the payload in a file named by its content, and only that one.
-
-    PyInstaller notices changed inputs by whole-second modification times, which miss a
-    rebuild within the same second; a new file name is a change it cannot miss (and an
-    unchanged program keeps its name, so nothing at all is rebuilt)."""
-    name = hashlib.sha256(payload).hexdigest()[:16] + ".svcbin"
-    os.makedirs(folder, exist_ok=True)
-    for old in os.listdir(folder):
-        if old != name:
-            os.remove(os.path.join(folder, old))
-    path = os.path.join(folder, name)
-    _write_if_changed(path, payload)
-    return path
 
 
 def _write_if_changed(path: str, data: bytes) -> None:

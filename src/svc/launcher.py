@@ -1,26 +1,35 @@
 """The entry point of executables made by `svcc build`, and the format of the program they carry.
 
-`svcc build` marshals the compiled program into one data file (`PAYLOAD_NAME`) that PyInstaller
-packs next to this script. At start the executable reads it back from the folder its bootloader
-unpacked (`sys._MEIPASS`) and runs it with `svc.runner`, exactly as `svcc run` would, except
-that relative database paths resolve against the working directory (`base_dir=None`).
+An executable is a PyInstaller `--onefile` file that holds CPython, the runtime and this
+script, the same for every program, with the program attached after it: the compiled
+program, marshalled (`encode_program`), in base64, then its length and `TRAILER_MAGIC`
+(`attach_program`). At start this script reads the program back from the end of its own file
+(`sys.executable`) and runs it with `svc.runner`, exactly as `svcc run` would, except that
+relative database paths resolve against the working directory (`base_dir=None`).
 
-This script is the same for every program, and so are its imports: that is what lets
-PyInstaller reuse its analysis from one build to the next (see `svc.bundle`).
+Why after the archive, not inside it: `svcc build` then makes PyInstaller's file once per
+toolchain (and set of Python packages) and only appends each program to a copy, which takes
+a moment instead of re-assembling the whole archive (see `svc.bundle`). The bootloader finds
+its archive by scanning back from the end of the file for its cookie, whose bytes (control
+characters among them) never occur in base64 or in the trailer.
 """
 
 from __future__ import annotations
 
+import base64
 import marshal
 import os
 import sys
 
-PAYLOAD_NAME = "program.svcbin"
 #: The folder of the project's installed Python packages inside the executable (`svcc build`
 #: copies `.svc/python` there, svc.bundle).
 PACKAGES_DATA = "svc-python"
 # Bumped whenever the payload layout changes; the executable refuses a payload it cannot read.
-PAYLOAD_FORMAT = 1
+PAYLOAD_FORMAT = 2
+#: The last bytes of an executable that carries a program; before them, the length of the
+#: program's base64 text in LENGTH_DIGITS decimal digits, and before that the text itself.
+TRAILER_MAGIC = b"SVCPROG2"
+LENGTH_DIGITS = 20
 
 
 def encode_program(modules: list) -> bytes:
@@ -36,15 +45,35 @@ def decode_program(data: bytes) -> list:
     return payload[1]
 
 
+def attach_program(executable: str, payload: bytes) -> None:
+    """Append `payload` (from `encode_program`) to the file `executable`."""
+    text = base64.b64encode(payload)
+    with open(executable, "ab") as f:
+        f.write(text + b"%0*d" % (LENGTH_DIGITS, len(text)) + TRAILER_MAGIC)
+
+
+def attached_program(executable: str) -> bytes:
+    """The payload attached to `executable`; ValueError when it carries none."""
+    tail = len(TRAILER_MAGIC) + LENGTH_DIGITS
+    with open(executable, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if size < tail:
+            raise ValueError("no program is attached to this executable")
+        f.seek(size - tail)
+        trailer = f.read(tail)
+        length = trailer[:LENGTH_DIGITS]
+        if trailer[LENGTH_DIGITS:] != TRAILER_MAGIC or not length.isdigit() \
+                or int(length) > size - tail:
+            raise ValueError("no program is attached to this executable")
+        f.seek(size - tail - int(length))
+        return base64.b64decode(f.read(int(length)), validate=True)
+
+
 def unpacked_folder() -> str:
     """Where the bootloader unpacked the executable's files (this script's folder when not
     frozen)."""
     return getattr(sys, "_MEIPASS", None) or os.path.dirname(os.path.abspath(__file__))
-
-
-def payload_path() -> str:
-    """Where the bootloader unpacked the program."""
-    return os.path.join(unpacked_folder(), PAYLOAD_NAME)
 
 
 def packages_path() -> tuple[str, ...]:
@@ -92,8 +121,7 @@ def main() -> int:
     receive_signals_once()
     stop_with_the_bootloader()
     try:
-        with open(payload_path(), "rb") as f:
-            code = decode_program(f.read())
+        code = decode_program(attached_program(sys.executable))
     except (OSError, ValueError, EOFError, TypeError) as exc:
         print(f"error: cannot load the embedded program: {exc}", file=sys.stderr)
         return 1

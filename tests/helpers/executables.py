@@ -40,10 +40,11 @@ def svcc_build(cache: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=BUILD_SECONDS)
 
 
-def pyinstaller_log(cache: Path) -> str:
-    """The bundler's log of the latest build in `cache`."""
-    (log,) = cache.glob("build-*/pyinstaller.log")
-    return log.read_text(encoding="utf-8", errors="replace")
+def toolchain_cache(cache: Path) -> Path:
+    """The folder of this svc, Python and PyInstaller in the build cache root `cache`
+    (svc.bundle.cache_dir): its `pyinstaller.log`, its `bases/`."""
+    (folder,) = cache.glob("build-*")
+    return folder
 
 
 def install_alone(executable: Path, folder: Path) -> Path:

@@ -250,8 +250,8 @@ def test_svcc_install_needs_a_project_folder(tmp_path: Path) -> None:
 def test_the_spec_adds_the_packages_folder_as_data_beside_the_analysis(tmp_path: Path) -> None:
     from svc.bundle import _spec_text
 
-    with_packages = _spec_text("/c/payload.svcbin", str(tmp_path / ".svc" / "python"))
-    without = _spec_text("/c/payload.svcbin")
+    with_packages = _spec_text(str(tmp_path / ".svc" / "python"))
+    without = _spec_text()
     assert f"packages = {str(tmp_path / '.svc' / 'python')!r}" in with_packages
     assert "Tree(packages, prefix='svc-python'" in with_packages
     assert "packages = None" in without
