@@ -17,9 +17,6 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
-
 from svc.rules.config_values import toml_type
 
 #: What `name = "*"` means: any version.
@@ -61,6 +58,8 @@ def digest(table: Mapping[str, Any] | None) -> str:
 
 def normalized(name: str) -> str:
     """A distribution name as pip compares them (`Foo_Bar` and `foo-bar` are one package)."""
+    from packaging.utils import canonicalize_name  # only projects with dependencies pay
+
     return str(canonicalize_name(name))
 
 
@@ -101,6 +100,9 @@ def _value_problem(name: str, value: object) -> str | None:
 def _range_problem(name: str, value: str) -> str | None:
     if value.strip() == ANY_VERSION:
         return None
+    # imported here: every svcc command reads svc.toml, few projects have dependencies
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         SpecifierSet(value)
     except InvalidSpecifier:
