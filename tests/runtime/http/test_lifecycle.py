@@ -185,9 +185,12 @@ def test_plain_asyncio_loop_works_too(tmp_path):
 
 # --- exit time of an idle `svcc run` -----------------------------------------------------------
 
-#: With nothing in flight a server must exit within 0.3 s of SIGTERM; asserted with slack for
-#: a shared CI machine (measured on one: 0.05-0.1 s, most of it the interpreter's own exit).
-IDLE_EXIT_SECONDS = 0.5
+#: With nothing in flight a server must exit within 0.3 s of SIGTERM (measured on a quiet
+#: machine: 0.05-0.1 s, most of it the interpreter's own exit; 0.72 s once on a CI machine
+#: loaded by another session). The bound is generous for a loaded machine and still well
+#: under what the fault it guards against takes: waiting for idle connections lasts the whole
+#: shutdown grace (server.SHUTDOWN_GRACE, 2.5 s).
+IDLE_EXIT_SECONDS = 1.5
 
 
 def _seconds_to_exit_after_sigterm(server) -> float:
