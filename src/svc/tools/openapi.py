@@ -85,8 +85,8 @@ ERROR_RESPONSES = {
 def document(program: CheckedProgram, title: str, version: str = "0") -> dict[str, Any]:
     """The OpenAPI 3.1 document of a checked program, as plain JSON data."""
     paths: dict[str, dict[str, Any]] = {}
-    operation_ids = operation_ids(program.routes)
-    for route, operation_id in zip(program.routes, operation_ids):
+    ids = operation_ids(program.routes)
+    for route, operation_id in zip(program.routes, ids):
         item = paths.setdefault(route.path, {"description": (
             "Other methods on this path are answered 405 with an Allow header; HEAD is "
             "answered wherever GET is; OPTIONS is answered 204 with the Allow header.")})
