@@ -16,7 +16,7 @@ NATIVE_STAMP := $(VENV)/.installed-native
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run test typecheck test-quick venv native system-deps browser postgres bench clean
+.PHONY: run test typecheck test-quick venv native system-deps browser postgres node bench clean
 
 run: native
 	$(BIN)/svcc run --project examples/tasks
@@ -43,7 +43,7 @@ PURE_LOG := .pure-python-tests.log
 # busy, pip mostly waits on the network (a clean `make test` starts half a minute sooner).
 # The build imports svc from src/ itself, so pip reinstalling the editable svc meanwhile
 # cannot disturb it; mypyc came with $(NATIVE_STAMP), before both.
-test: $(NATIVE_STAMP) browser postgres
+test: $(NATIVE_STAMP) browser postgres node
 	@PYTHONPATH=src $(BIN)/python -m svc.native.build & native=$$!; \
 	$(MAKE) --no-print-directory $(TEST_STAMP); installed=$$?; \
 	wait $$native || exit 1; exit $$installed
@@ -106,6 +106,13 @@ postgres:
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
 		echo "installing Debian's postgresql for the database tests"; \
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql; }
+
+# Debian's Node.js and npm for the client tests (tsc --strict, a client run from Node) and the
+# VS Code extension's, installed only where node is missing.
+node:
+	@command -v node >/dev/null 2>&1 || { \
+		echo "installing Debian's nodejs and npm for the client tests"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
 
 bench: native
 	bash bench/setup.sh

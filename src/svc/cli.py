@@ -81,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(openapi)
     openapi.add_argument("--output", metavar="FILE", help="write the document to FILE")
 
+    client = commands.add_parser(
+        "client", help="print a typed client of the API (TypeScript or JavaScript)")
+    _add_target(client)
+    client.add_argument("--lang", required=True, choices=("ts", "js"),
+                        help="ts: a TypeScript module; js: the same in plain JavaScript")
+    client.add_argument("-o", "--output", metavar="OUT", help="write the client to OUT")
+
     routes = commands.add_parser("routes", help="print the route table and each route's guards")
     _add_target(routes)
 
@@ -353,6 +360,15 @@ def openapi_command(args: Any) -> int:
     return write_document(args.file, args.project, args.output)
 
 
+# --- svcc client ------------------------------------------------------------------------------
+
+def client_command(args: Any) -> int:
+    """`svcc client --lang ts|js FILE|--project DIR [-o OUT]`: 0 written, 1 errors."""
+    from svc.tools.client.command import client_command as write_client
+
+    return write_client(args.file, args.project, args.lang, args.output)
+
+
 # --- svcc routes ------------------------------------------------------------------------------
 
 def routes_command(args: Any) -> int:
@@ -404,7 +420,7 @@ def install_command(args: Any) -> int:
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "check": check_command, "run": run_command, "build": build_command, "test": test_command,
     "openapi": openapi_command, "lsp": lsp_command, "fmt": fmt_command,
-    "routes": routes_command, "install": install_command}
+    "routes": routes_command, "install": install_command, "client": client_command}
 
 
 if __name__ == "__main__":

@@ -85,8 +85,8 @@ ERROR_RESPONSES = {
 def document(program: CheckedProgram, title: str, version: str = "0") -> dict[str, Any]:
     """The OpenAPI 3.1 document of a checked program, as plain JSON data."""
     paths: dict[str, dict[str, Any]] = {}
-    operation_ids = _operation_ids(program.routes)
-    for route, operation_id in zip(program.routes, operation_ids):
+    ids = operation_ids(program.routes)
+    for route, operation_id in zip(program.routes, ids):
         item = paths.setdefault(route.path, {"description": (
             "Other methods on this path are answered 405 with an Allow header; HEAD is "
             "answered wherever GET is; OPTIONS is answered 204 with the Allow header.")})
@@ -105,7 +105,7 @@ def document(program: CheckedProgram, title: str, version: str = "0") -> dict[st
     }
 
 
-def _operation_ids(routes: list[RouteInfo]) -> list[str]:
+def operation_ids(routes: list[RouteInfo]) -> list[str]:
     """The handler's name, unique: a handler on several routes gets `<name>_<method>_<n>`."""
     counts: dict[str, int] = {}
     for route in routes:
@@ -132,8 +132,7 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
     body = next((p for p in route.params if p.source in (ParamSource.BODY, ParamSource.RAW)), None)
     if body is not None:
         operation["requestBody"] = _request_body(body.source, body.type)
-    operation["responses"] = _responses(program, route, body is not None and
-                                        body.source is ParamSource.BODY)
+    operation["responses"] = _responses(program, route)
     security = openapi_security.route_security(program, route)
     if security:
         operation["security"] = [{name: [] for name in security}]
@@ -154,7 +153,7 @@ def _request_body(source: ParamSource, t: Type) -> dict[str, Any]:
         "schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}}
 
 
-def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> dict[str, Any]:
+def _responses(program: CheckedProgram, route: RouteInfo) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     ok = route_ok_type(program, route)
     if route.result in RESPONSE_KINDS and isinstance(ok, ResponseOf):
@@ -168,23 +167,31 @@ def _responses(program: CheckedProgram, route: RouteInfo, json_body: bool) -> di
         inner = ok.inner if route.result is ResultKind.JSON_OPTIONAL and isinstance(ok, Opt) else ok
         responses["200"] = {"description": "OK", "content": {
             "application/json": {"schema": schema_of(inner)}}}
+    for status in error_statuses(program, route):
+        chosen = responses.get(str(status))
+        responses[str(status)] = (_error_response(status) if chosen is None
+                                  else _chosen_or_error(chosen, status))
+    return responses
+
+
+def error_statuses(program: CheckedProgram, route: RouteInfo) -> list[int]:
+    """The error statuses the server can answer for `route`, sorted: those every route can,
+    those of the error kinds its handler and guards can make, a `T?` result's 404, a JSON
+    body's 415 (and 422 when its class has rules), and 429 when svc.toml limits it. `svcc
+    client` types each route's errors from the same list."""
     statuses = set(ALWAYS)
     kinds = error_kinds(program, route.handler) | openapi_security.guard_kinds(program, route)
     statuses |= {status for kind, status in BY_KIND.items() if kind in kinds}
     if route.result is ResultKind.JSON_OPTIONAL:
         statuses.add(404)
-    if json_body:
+    body = next((p.type for p in route.params if p.source is ParamSource.BODY), None)
+    if body is not None:
         statuses.add(415)
-        body = next(p.type for p in route.params if p.source is ParamSource.BODY)
         if has_rules(program, body):  # binding's 422 naming the fields that break them
             statuses.add(422)
     if _rate_limited(program, route):
         statuses.add(429)
-    for status in sorted(statuses):
-        chosen = responses.get(str(status))
-        responses[str(status)] = (_error_response(status) if chosen is None
-                                  else _chosen_or_error(chosen, status))
-    return responses
+    return sorted(statuses)
 
 
 def _chosen_responses(program: CheckedProgram, route: RouteInfo, body: Type) -> dict[str, Any]:
@@ -494,6 +501,11 @@ def openapi_command(file: str | None, project: str | None, output: str | None) -
         print(f"error: cannot write '{output}': {exc.strerror or exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def program_title(checked, file: str | None, project: str | None) -> str:
+    """The program's name, as the document's title and a client's header give it."""
+    return _title_and_version(checked, file, project)[0]
 
 
 def _title_and_version(checked, file: str | None, project: str | None) -> tuple[str, str]:

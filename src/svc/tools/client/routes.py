@@ -1,0 +1,115 @@
+"""One function per route: `getTask({ id: 1 })`, named after its handler in camelCase, taking
+its path and query parameters by their svc names (and `body`), answering a `Result` of its
+value or of the errors the server can answer for it (the statuses `svcc openapi` lists).
+"""
+
+from __future__ import annotations
+
+import re
+
+from svc.compiler.program import CheckedProgram, RouteInfo
+from svc.compiler.svctypes import Opt, ResponseOf
+from svc.rules.contract import ParamSource, ResultKind
+from svc.tools.client.runtime import KIND_BY_STATUS, UNEXPECTED
+from svc.tools.client.typescript import ts_type
+from svc.tools.openapi import (
+    NO_CONTENT, operation_ids, error_statuses, respond_statuses, route_ok_type,
+)
+
+_SENT = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY, ParamSource.RAW)
+_TEXT = (ResultKind.HTML, ResultKind.RESPONSE_HTML)
+_NONE = (ResultKind.UNIT, ResultKind.RESPONSE_UNIT)
+
+
+def function_name(operation_id: str) -> str:
+    """`list_tasks` → `listTasks` (a handler on several routes: `save_post_1` → `savePost1`)."""
+    head, *rest = operation_id.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def route_functions(program: CheckedProgram, typed: bool) -> list[str]:
+    """Each route's function, as a property of the client object, in the program's order."""
+    ids = operation_ids(program.routes)
+    return [_function(program, route, function_name(i), typed)
+            for route, i in zip(program.routes, ids)]
+
+
+def error_types(program: CheckedProgram) -> list[str]:
+    """Each route's error union under a name of its own (`GetTaskError`), for the functions'
+    signatures and for the caller's code."""
+    ids = operation_ids(program.routes)
+    return [f"export type {_error_name(function_name(i))} =\n  | "
+            + "\n  | ".join(error_members(program, route)) + ";\n"
+            for route, i in zip(program.routes, ids)]
+
+
+def _error_name(name: str) -> str:
+    return name[:1].upper() + name[1:] + "Error"
+
+
+def error_members(program: CheckedProgram, route: RouteInfo) -> list[str]:
+    """The members of the route's error union: one `SvcError<kind>` per status it can answer
+    (in order of status), and `unexpected` for a status svc never gives."""
+    kinds = [KIND_BY_STATUS[s] for s in error_statuses(program, route) if s in KIND_BY_STATUS]
+    return [f'SvcError<"{kind}">' for kind in [*dict.fromkeys(kinds), UNEXPECTED]]
+
+
+def value_type(program: CheckedProgram, route: RouteInfo) -> str:
+    """The value of a success answer: the JSON's type, a page's text, or null (no body)."""
+    if route.result in _TEXT:
+        return "string"
+    if route.result in _NONE:
+        return "null"
+    ok = route_ok_type(program, route)
+    if isinstance(ok, Opt) and route.result is ResultKind.JSON_OPTIONAL:
+        return ts_type(program, ok.inner)  # no value is the 404 error
+    if isinstance(ok, ResponseOf):
+        body = ts_type(program, ok.body)
+        literal, _ = respond_statuses(program, route.handler)
+        return f"{body} | null" if literal & NO_CONTENT else body
+    return ts_type(program, ok)
+
+
+def _function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool) -> str:
+    params = [p for p in route.params if p.source in _SENT]
+    argument = _argument(program, params, typed)
+    result = f": Promise<Result<{value_type(program, route)}, {_error_name(name)}>>"
+    path = _path(route.path)
+    query = ", ".join(f"{p.name}: params.{p.name}" for p in params
+                      if p.source is ParamSource.QUERY)
+    body = next((p for p in params if p.source in (ParamSource.BODY, ParamSource.RAW)), None)
+    sent = ("undefined" if body is None else
+            "{ json: params.body }" if body.source is ParamSource.BODY else "{ raw: params.body }")
+    read = "text" if route.result in _TEXT else "none" if route.result in _NONE else "json"
+    doc = f"    /** {route.method} {route.path} (svc: {route.handler}) */\n"
+    return (f"{doc}    {name}({argument}){result if typed else ''} {{\n"
+            f"      return send(baseUrl, options, \"{route.method}\", {path}, {{ {query} }},\n"
+            f"        {sent}, \"{read}\");\n    }},\n").replace("{  }", "{}")
+
+
+def _argument(program: CheckedProgram, params: list, typed: bool) -> str:
+    """`params: { id: number; body: TaskInput }`; optional when every property is."""
+    if not params:
+        return ""
+    if not typed:
+        return "params" if _required(params) else "params = {}"
+    props = []
+    for p in params:
+        if p.source in (ParamSource.BODY, ParamSource.RAW):
+            kind = "Uint8Array | string" if p.source is ParamSource.RAW else ts_type(program, p.type)
+            props.append(f"body: {kind}")
+        else:
+            mark = "?" if p.optional else ""
+            props.append(f"{p.name}{mark}: {ts_type(program, p.type)}{' | null' if mark else ''}")
+    return f"params: {{ {'; '.join(props)} }}" + ("" if _required(params) else " = {}")
+
+
+def _required(params: list) -> bool:
+    return any(not p.optional for p in params)
+
+
+def _path(path: str) -> str:
+    """`/api/tasks/{id}` → a template literal with each segment encoded."""
+    if "{" not in path:
+        return f'"{path}"'
+    return "`" + re.sub(r"\{(\w+)\}", r"${encodeURIComponent(String(params.\1))}", path) + "`"

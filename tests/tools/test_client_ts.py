@@ -1,0 +1,120 @@
+"""`svcc client --lang ts|js`, in this process: each type mapping, the error unions, the names,
+optional query parameters, and the command line's failures (tsc and Node run the clients in
+test_client_node.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from svc.cli import main
+
+PROGRAM = '''
+enum Role: admin, member
+
+class User:
+    @length(1, 40)
+    name: str
+    role: Role
+    score: f64
+    nick: str?
+    tags: List[str]
+    counts: Map[str, i64]
+
+class Page[T]:
+    items: List[T]
+    next: str?
+
+@get("/users/{id}")
+async def get_user(id: i64, verbose: bool?) -> Result[User?, Error]:
+    return ok(None)
+
+@post("/users")
+async def create_user(u: User) -> Result[Page[User], Error]:
+    return ok(Page(items=[u], next=None))
+
+@delete("/users/{id}")
+async def delete_user(id: i64) -> Result[unit, Error]:
+    return not_found("no such user")
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    return await serve(db, 8080)
+'''
+
+
+def _client(tmp_path: Path, capsys, lang: str = "ts", text: str = PROGRAM) -> str:
+    source = tmp_path / "app.svc"
+    source.write_text(text)
+    assert main(["client", "--lang", lang, str(source)]) == 0
+    return capsys.readouterr().out
+
+
+def test_types_map_as_the_server_writes_json(tmp_path, capsys) -> None:
+    out = _client(tmp_path, capsys)
+    assert 'export type Role = "admin" | "member";' in out
+    assert ("export interface User {\n  /** name must be 1 to 40 bytes long */\n  name: string;\n"
+            "  role: Role;\n  score: number;\n  nick: string | null;\n"
+            "  tags: string[];\n  counts: Record<string, number>;\n}\n") in out
+    assert "export interface Page<T> {\n  items: T[];\n  next: string | null;\n}\n" in out
+    assert out.startswith("// The TypeScript client of the HTTP API of app, made by svcc ")
+
+
+def test_one_function_per_route_with_its_parameters_and_errors(tmp_path, capsys) -> None:
+    out = _client(tmp_path, capsys)
+    # a `T?` result: its value is T, no value is the 404; the optional query is optional
+    assert ("getUser(params: { id: number; verbose?: boolean | null }): "
+            "Promise<Result<User, GetUserError>>") in out
+    assert "createUser(params: { body: User }): Promise<Result<Page<User>, CreateUserError>>" in out
+    assert "deleteUser(params: { id: number }): Promise<Result<null, DeleteUserError>>" in out
+    errors = out.split("export type DeleteUserError =\n")[1].split(";")[0]
+    assert [line.strip() for line in errors.splitlines()] == [
+        f'| SvcError<"{kind}">' for kind in (
+            "invalid", "not_found", "method_not_allowed", "payload_too_large", "internal",
+            "busy", "timeout", "unexpected")]
+    create = out.split("export type CreateUserError =\n")[1].split(";")[0]
+    assert '"unsupported_media_type"' in create and '"unprocessable"' in create  # @length
+
+
+def test_javascript_is_the_same_module_without_types(tmp_path, capsys) -> None:
+    out = _client(tmp_path, capsys, "js")
+    assert "interface" not in out and "Promise<" not in out and "«" not in out
+    assert "export function createClient(baseUrl, options = {}) {" in out
+    assert "    getUser(params) {" in out and "    createUser(params) {" in out
+    assert out == _client(tmp_path, capsys, "js")  # deterministic
+
+
+def test_a_program_that_does_not_check_prints_its_diagnostics(tmp_path, capsys) -> None:
+    source = tmp_path / "bad.svc"
+    source.write_text("async def main() -> Result[unit, Error]:\n    return ok(nope)\n")
+    assert main(["client", "--lang", "ts", str(source)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "nope" in captured.err and "Traceback" not in captured.err
+
+
+def test_a_bad_language_is_a_usage_error(tmp_path, capsys) -> None:
+    (tmp_path / "app.svc").write_text(PROGRAM)
+    with pytest.raises(SystemExit) as stop:
+        main(["client", "--lang", "py", str(tmp_path / "app.svc")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("svcc client: error:")] == [
+        "svcc client: error: argument --lang: invalid choice: 'py' (choose from 'ts', 'js')"]
+
+
+def test_output_is_written_and_a_folder_refused(tmp_path, capsys) -> None:
+    (tmp_path / "app.svc").write_text(PROGRAM)
+    out = tmp_path / "client.ts"
+    assert main(["client", "--lang", "ts", str(tmp_path / "app.svc"), "-o", str(out)]) == 0
+    assert "export function createClient" in out.read_text()
+    assert main(["client", "--lang", "ts", str(tmp_path / "app.svc"), "-o", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"error: cannot write '{tmp_path}': Is a directory\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".svcc")] == []
+
+
+def test_bytes_are_base64_strings_as_the_server_encodes_them() -> None:
+    from svc.compiler.svctypes import BYTES, ListOf, Opt
+    from svc.tools.client.typescript import ts_type
+
+    assert ts_type(None, ListOf(Opt(BYTES))) == "(string | null)[]"  # type: ignore[arg-type]
