@@ -1,5 +1,6 @@
 """The commands beside `check`, `run` and `build`: each over the pipeline, none in the request path.
 
+    client/             `svcc client --lang ts|js`: a typed client of a program's HTTP API
     fmt.py              `svcc fmt`: files rewritten in the canonical layout, or `--check`
     lsp.py              `svcc lsp`: the language server over stdio (pygls)
     lsp_analysis.py     which program an editor's file belongs to, checked with unsaved texts

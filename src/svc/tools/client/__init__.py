@@ -2,8 +2,9 @@
 HTTP API, one function per route, made from the checked route table as `svcc openapi` reads it
 (docs/decisions/tooling.md, "svcc client").
 
-The modules, one concept each: `typescript` maps svc types to TypeScript types and writes the
-interfaces; `routes` writes one function per route; `runtime` is the fixed code every client
-carries (the fetch call and how an answer becomes a `Result`); `module` puts them together;
-`command` is the command line's side.
+    typescript.py   svc types as TypeScript types, and the interfaces of the classes
+    routes.py       one function per route, and each route's union of errors
+    runtime.py      the fixed code every client carries: the fetch call, answers as `Result`s
+    module.py       the whole client, put together (types only for TypeScript)
+    command.py      the command line's side: check, then print or write atomically
 """
