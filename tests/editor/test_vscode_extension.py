@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,6 +22,7 @@ import pytest
 
 from svc.compiler.builtin_table import BUILTINS, RANGE, TYPE_NAMES
 from svc.compiler.front.lexer import ALIASES, KEYWORDS
+from tests.helpers import node
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
@@ -31,36 +31,24 @@ LANGUAGE_CONFIGURATION = EXTENSION / "language-configuration.json"
 BIN = EXTENSION / "node_modules" / ".bin"
 
 
+NEEDED_BY = "the VS Code extension's tests"
+
+
 def _program(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not on PATH: the VS Code extension's tests need Node.js 20 or "
-                    "newer with npm (https://nodejs.org)", pytrace=False)
-    return found
+    return node.program(name, NEEDED_BY)
 
 
 def _run(args: list[str | Path], timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run in the extension's folder; stdin is closed so nothing can wait for an answer."""
-    return subprocess.run([str(a) for a in args], cwd=EXTENSION, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout)
+    return node.run(EXTENSION, args, timeout)
 
 
-def _output(result: subprocess.CompletedProcess) -> str:
-    return f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+_output = node.output
 
 
 @pytest.fixture(scope="module")
 def node_modules() -> Path:
-    """The extension's npm packages, installed with `npm ci` unless they are already there and
-    newer than package-lock.json (npm writes node_modules/.package-lock.json on every install)."""
-    npm = _program("npm")
-    _program("node")
-    installed = EXTENSION / "node_modules" / ".package-lock.json"
-    lock = EXTENSION / "package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < lock.stat().st_mtime:
-        result = _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], timeout=300)
-        assert result.returncode == 0, "npm ci failed in editors/vscode\n" + _output(result)
-    return EXTENSION / "node_modules"
+    """The extension's npm packages (`npm ci` once, tests/helpers/node.py)."""
+    return node.npm_installed(EXTENSION, NEEDED_BY)
 
 
 def _grammar() -> dict:

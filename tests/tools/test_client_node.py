@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import node
 from tests.helpers.svc_process import REPO, run_to_end
 from tests.helpers.tasks_server import start
 
@@ -28,30 +29,21 @@ PROGRAMS = {"tasks": ["--project", "examples/tasks"], "hello": ["examples/hello/
             "binding": ["tests/e2e/programs/binding.svc"]}
 
 
+NEEDED_BY = "the client tests"
+
+
 def _program(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not on PATH: the client tests need Node.js 20 or newer with npm "
-                    "(`make node` installs them)", pytrace=False)
-    return found
+    return node.program(name, NEEDED_BY)
 
 
 def _run(args: list[str | Path], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in args], cwd=FOLDER, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout)
+    return node.run(FOLDER, args, timeout)
 
 
 @pytest.fixture(scope="module")
 def typescript() -> Path:
-    """tsc, installed with `npm ci` unless node_modules is there and newer than the lock."""
-    npm = _program("npm")
-    _program("node")
-    installed = FOLDER / "node_modules" / ".package-lock.json"
-    if not installed.exists() or installed.stat().st_mtime < (
-            FOLDER / "package-lock.json").stat().st_mtime:
-        result = _run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], timeout=300)
-        assert result.returncode == 0, f"npm ci failed in {FOLDER}:\n{result.stderr}"
-    return FOLDER / "node_modules" / ".bin" / "tsc"
+    """tsc, from the folder's pinned packages (`npm ci` once, tests/helpers/node.py)."""
+    return node.npm_installed(FOLDER, NEEDED_BY) / ".bin" / "tsc"
 
 
 def _client(args: list[str], lang: str, out: Path) -> None:
