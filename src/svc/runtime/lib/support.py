@@ -420,6 +420,12 @@ def json_decode(tp, data) -> object:
         value = decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
         return SvcError("invalid", json_error_message(exc))
+    return _within_rules(tp, value)
+
+
+def _within_rules(tp, value) -> object:
+    """`value`, or the `unprocessable` error naming each field that breaks its class's rules
+    (`@length`, `@range`, ...)."""
     check = checker_of(tp)  # None (after the first call, one lookup) for a type without rules
     failures = check(value) if check is not None else None
     if failures:
@@ -437,14 +443,16 @@ def json_decode_lenient(tp, data) -> object:
 
     msgspec cannot relax a Struct's `forbid_unknown_fields` per decoder, so the text is read
     as plain JSON values, the unknown fields dropped by walking `tp`'s shape, and the rest
-    converted with the same strict rules (and messages, `$.id`) as `json_decode`."""
+    converted with the same strict rules (and messages, `$.id`) as `json_decode`, field rules
+    included."""
     shape = _shapes.get(tp)
     if shape is None:
         shape = _shapes[tp] = msgspec.inspect.type_info(tp)
     try:
-        return msgspec.convert(_known_fields(msgspec.json.decode(data), shape), tp)
+        value = msgspec.convert(_known_fields(msgspec.json.decode(data), shape), tp)
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError) as exc:
         return SvcError("invalid", json_error_message(exc))
+    return _within_rules(tp, value)
 
 
 _shapes: dict = {}
