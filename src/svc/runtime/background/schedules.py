@@ -115,7 +115,8 @@ class ScheduleRunner:
             why = "the server stopped before it finished"
         took = (time.perf_counter() - started) * 1000
         if why is None:
-            serverlog.info(self.log, f"schedule {schedule.name} ran in {took:.0f} ms")
+            serverlog.standalone(self.log, "info",
+                                 f"schedule {schedule.name} ran in {took:.0f} ms")
         else:
             self.log.error(f"schedule {schedule.name} failed after {took:.0f} ms ({why})")
         released = await store.release_schedule(self.db, schedule.name, self.runner)

@@ -33,7 +33,6 @@ import importlib
 import inspect
 import os
 import queue
-import sys
 import threading
 import time
 from typing import Any, Callable
@@ -43,9 +42,8 @@ import msgspec
 from svc.runtime import services
 from svc.runtime.http import eager
 from svc.runtime.lib.support import SvcError, SvcFault, copy
-from svc.runtime.observability import log_lines
-from svc.runtime.observability.accesslog import ServerLog, clock
-from svc.runtime.observability.serverlog import log_format_from_env
+from svc.runtime.observability import serverlog
+from svc.runtime.observability.accesslog import ServerLog
 
 #: An exception's text as a non-internal error's message: its first line, at most this long.
 MESSAGE_CHARS = 200
@@ -381,22 +379,12 @@ def _given_up(declaration: Declaration, call: _Call, request: Any) -> None:
 def _warn(log: ServerLog | None, request: Any, message: str) -> None:
     """A warning line: the request's (with its id) while serving, else the log's, else
     stderr at once (`main`, a test)."""
-    if log is not None and request is not None:
+    if log is None:
+        serverlog.write_line(message, "warn")
+    elif request is not None:
         log.request_warning(request, None, message)
-    elif log is not None:
-        log.add(log_lines.standalone("warn", message, clock.now()) if log.json else message)
     else:
-        _stderr(message)
-
-
-def _stderr(message: str) -> None:
-    if log_format_from_env() == "json":
-        message = log_lines.standalone("warn", message, clock.now())
-    try:
-        sys.stderr.write(message if message.endswith("\n") else message + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+        serverlog.standalone(log, "warn", message)
 
 
 if hasattr(os, "register_at_fork"):

@@ -72,11 +72,12 @@ def standalone_error(message: str) -> str:
     return log_lines.standalone("error", message, clock.now())
 
 
-def info(log: ServerLog, message: str) -> None:
-    """A line at level info that is not about a request (a schedule's run): the message as
-    is in text, like an error's (text lines carry no level), a JSON object with
-    `"level":"info"` in JSON, so a collector does not count routine runs as errors."""
-    log.add(log_lines.standalone("info", message, clock.now()) if log.json else message)
+def standalone(log: ServerLog, level: str, message: str) -> None:
+    """A line at `level` that is not about a request (a schedule's run at info, a thread a
+    request left at warn): the message as is in text, like an error's (text lines carry no
+    level), a JSON object with its `"level"` in JSON, so a collector does not count routine
+    runs as errors."""
+    log.add(log_lines.standalone(level, message, clock.now()) if log.json else message)
 
 
 def program_line(as_json: bool, level: str, message: str, fields: dict, rid: str) -> str:
@@ -143,11 +144,11 @@ def report(message: str, outside: str | None = None) -> None:
         log.error(message)
 
 
-def write_line(message: str) -> None:
-    """An error line outside a server (`main`, `svcc test`): on stderr at once, in the format
-    SVC_LOG_FORMAT asks for."""
+def write_line(message: str, level: str = "error") -> None:
+    """A line outside a server (`main`, `svcc test`), an error's unless `level` says
+    otherwise: on stderr at once, in the format SVC_LOG_FORMAT asks for."""
     if log_format_from_env() == "json":
-        message = standalone_error(message)
+        message = log_lines.standalone(level, message, clock.now())
     try:
         sys.stderr.write(message if message.endswith("\n") else message + "\n")
         sys.stderr.flush()
