@@ -8,6 +8,8 @@
                         completion, symbols
     openapi.py          `svcc openapi`: the OpenAPI 3.1 description of a program's routes
     openapi_security.py the security schemes: which guards are authentication
+    output.py           a checked program's text printed or written to a file (openapi,
+                        client), and the atomic write `fmt` uses too
     routes.py           `svcc routes`: the route table as the server serves it
     sql_against.py      `svcc check --against REV`: an older version's SQL, new migrations
     test_runner.py      `svcc test`: the `test_*` functions of a program's `*_test.svc` files

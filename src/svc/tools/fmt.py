@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
 from svc.compiler.diagnostics import Diagnostic, render_all
 from svc.compiler.front.imports import read_source
 from svc.compiler.front.layout import format_source
 from svc.compiler.source import SourceFile
+from svc.tools.output import write_atomically
 
 
 def fmt_command(files: list[str], project: str | None, check: bool) -> int:
@@ -62,18 +62,3 @@ def _on_disk(path: str) -> str:
     """The file's exact text (line endings and byte order mark included), to compare."""
     with open(path, encoding="utf-8", newline="") as f:
         return f.read()
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Replace the file's contents with `text`, keeping its permissions."""
-    folder = os.path.dirname(path) or "."
-    mode = os.stat(path).st_mode & 0o7777
-    fd, temporary = tempfile.mkstemp(prefix=".svcc-fmt-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

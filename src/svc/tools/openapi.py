@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from typing import Any
 
 from svc.compiler.check.http_types import int_literal
@@ -482,25 +481,12 @@ def _builtin_paths(demo_routes: bool = True) -> dict[str, Any]:
 
 def openapi_command(file: str | None, project: str | None, output: str | None) -> int:
     """Check the program, then print its document (or write it to `output`)."""
-    from svc import pipeline
-    from svc.compiler.diagnostics import render_all
+    from svc.tools.output import print_or_write
 
-    checked = pipeline.check(pipeline.Target(file=file, project=project))
-    if isinstance(checked, pipeline.Failed):
-        print(render_all(checked.diagnostics, checked.sources), file=sys.stderr)
-        return 1
-    title, version = _title_and_version(checked, file, project)
-    text = json.dumps(document(checked.program, title, version), indent=2) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-        return 0
-    try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        print(f"error: cannot write '{output}': {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    return 0
+    def text(checked) -> str:
+        title, version = _title_and_version(checked, file, project)
+        return json.dumps(document(checked.program, title, version), indent=2) + "\n"
+    return print_or_write(file, project, output, text)
 
 
 def program_title(checked, file: str | None, project: str | None) -> str:
