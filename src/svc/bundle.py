@@ -1,11 +1,11 @@
 """`svcc build`: one self-contained executable per program, made with PyInstaller `--onefile`.
 
 The executable holds CPython, the svc runtime and its native dependencies (uvloop, httptools,
-msgspec, websockets, SQLite), the whole standard library, the compiled program, marshalled into
-one data file, and the project's installed Python packages (`.svc/python`, svc.dependencies) as
-plain files under `svc-python/`. Its entry point is `svc.launcher`, which is the same for every
-program. The command around this
-(arguments, messages, SIGTERM) is `svcc build` in `svc.cli`.
+msgspec, websockets, SQLite), the whole standard library and the project's installed Python
+packages (`.svc/python`, svc.dependencies) as plain files under `svc-python/`; the compiled
+program, marshalled, is attached after PyInstaller's archive (svc.launcher). Its entry point is
+`svc.launcher`, which is the same for every program. The command around this (arguments,
+messages, SIGTERM) is `svcc build` in `svc.cli`.
 
 Why builds after the first are fast: the PyInstaller file is the same for every program (the
 launcher reads the program attached after it, svc.launcher), so it is made once per
@@ -256,9 +256,8 @@ def _run(command: list[str], env: dict[str, str], log: Any, cwd: str) -> int:
 
 def _spec_text(packages: str | None = None) -> str:
     """The spec: the same for every program but the packages folder (not part of the
-    analysis). Binaries are stripped of their symbol tables on
-    Linux only (half the size; PyInstaller advises against it on Windows, and on macOS it would
-    touch code signatures)."""
+    analysis). Binaries are stripped of their symbol tables on Linux only (half the size;
+    PyInstaller advises against it on Windows, and on macOS it would touch code signatures)."""
     script = os.path.abspath(svc.launcher.__file__)
     return SPEC_TEMPLATE.format(
         packages=tuple(p for p in RUNTIME_PACKAGES if importlib.util.find_spec(p) is not None),

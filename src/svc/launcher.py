@@ -30,6 +30,7 @@ PAYLOAD_FORMAT = 2
 #: program's base64 text in LENGTH_DIGITS decimal digits, and before that the text itself.
 TRAILER_MAGIC = b"SVCPROG2"
 LENGTH_DIGITS = 20
+NOTHING_ATTACHED = "no program is attached to this executable"
 
 
 def encode_program(modules: list) -> bytes:
@@ -59,13 +60,13 @@ def attached_program(executable: str) -> bytes:
         f.seek(0, os.SEEK_END)
         size = f.tell()
         if size < tail:
-            raise ValueError("no program is attached to this executable")
+            raise ValueError(NOTHING_ATTACHED)
         f.seek(size - tail)
         trailer = f.read(tail)
         length = trailer[:LENGTH_DIGITS]
         if trailer[LENGTH_DIGITS:] != TRAILER_MAGIC or not length.isdigit() \
                 or int(length) > size - tail:
-            raise ValueError("no program is attached to this executable")
+            raise ValueError(NOTHING_ATTACHED)
         f.seek(size - tail - int(length))
         return base64.b64decode(f.read(int(length)), validate=True)
 

@@ -127,7 +127,8 @@ def load_project(directory: str, source: SourceFile) -> tuple[Project | None, li
         if key not in KEYS:
             return error(f"unknown key '{key}' in svc.toml (allowed: entry, name, [config], "
                          "[server], [cors], [rate_limit], [guard_limits], [route_limits], "
-                         "[proxies], [jobs], [migrations], [dependencies], [python])", line, col, len(key))
+                         "[proxies], [jobs], [migrations], [dependencies], [python])",
+                         line, col, len(key))
         if not isinstance(value, str):
             return error(f"'{key}' in svc.toml must be a string ({KEYS[key]}), got "
                          f"{_toml_type(value)}", line, col, len(key))
