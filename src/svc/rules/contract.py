@@ -25,8 +25,15 @@ INT_RANGES = {"i64": (I64_MIN, I64_MAX), "i32": (I32_MIN, I32_MAX)}
 
 # --- limits -----------------------------------------------------------------------------------
 
-#: Request body, after de-chunking (413 past it).
+#: Request body, after de-chunking (413 past it), of a route that does not set its own.
 BODY_LIMIT = 1_048_576
+#: The largest `body_limit` a route may set (`@post("/files", body_limit="1 GiB")`).
+BODY_LIMIT_MAX = 64 * 2**30
+#: A body over BODY_LIMIT (a route with a larger `body_limit`) has PROCESSING_LIMIT plus one
+#: second per this many bytes received to arrive: a client must keep sending at least 64 KiB
+#: a second on average, so a slow one cannot hold the connection forever. The handler's own
+#: PROCESSING_LIMIT starts when such a body is whole.
+BODY_RATE_MIN = 65_536
 #: Request line plus headers, counted canonically (431 past it).
 HEAD_LIMIT = 65_536
 #: A WebSocket message after reassembly (close 1009 past it).
@@ -54,6 +61,7 @@ class ParamSource(enum.Enum):
     RAW = "raw"      # the request body as `bytes` or `view[bytes]`
     DB = "db"        # the `Db` given to `serve`
     HEADERS = "headers"  # the request's header fields (a `Headers` parameter)
+    UPLOAD = "upload"  # a file of a multipart body, or a whole raw body (an `Upload` parameter)
 
 
 class ResultKind(enum.Enum):
@@ -77,7 +85,7 @@ class ResultKind(enum.Enum):
 
 #: What the router converts a parameter to: a scalar name ("i64" "i32" "f64" "bool" "str") for
 #: PATH and QUERY, the generated msgspec.Struct class for BODY, "bytes" or "view" for RAW, "Db"
-#: for DB, "Headers" for HEADERS.
+#: for DB, "Headers" for HEADERS, "Upload" for UPLOAD (`optional` for an `Upload?`).
 ParamType = Union[str, type, tuple]  # a tuple: an enum's member names (PATH and QUERY)
 
 
@@ -103,6 +111,8 @@ class Route:
     `floats` says the result's type can hold an f64, so an inf or NaN in it is a fault (JSON
     has neither). `retried` says the compiler proved the handler safe to run again when its
     transaction clashes with another one (svc.compiler.effects; svc.runtime.http.retries).
+    `body_limit` is the most bytes its body may have (the route's `body_limit`, else
+    BODY_LIMIT); a route with UPLOAD parameters receives its body into temporary files.
     """
 
     method: str
@@ -112,6 +122,7 @@ class Route:
     result: ResultKind = ResultKind.JSON
     floats: bool = False
     retried: bool = False
+    body_limit: int = BODY_LIMIT
 
 
 RESPONSE_KINDS = frozenset({ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML,
