@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from svc.compiler.svctypes import HEADERS, Opt, ResponseOf  # the HTTP builtins' types
+from svc.compiler.svctypes import HEADERS, UPLOAD, Opt, ResponseOf  # the HTTP builtins' types
 from svc.compiler.svctypes import MapOf  # the log builtins' fields
 from svc.compiler.svctypes import (
     BOOL, BYTES, DB, ERROR, F64, HTML, I32, I64, STR, TX, UNIT, ListOf, ResultOf, Type,
@@ -365,6 +365,25 @@ BUILTINS: dict[str, Builtin] = dict([
        "Response[str]", (DB, STR, STR, HEADERS, STR), ResponseOf(STR), WITH_ROUTES,
        "The program's answer to an HTTP request, made in process through the real server path "
        "(test files only).", test_only=True, effect="sends a test request (tests only)"),
+    # uploads: the files a request brought (runtime/lib/uploads.py)
+    _b("upload_name(u: Upload) -> str", (UPLOAD,), STR, "lib.uploads.upload_name",
+       "The file's name as the client gave it, reduced to a safe base name (no folders, no "
+       "control characters, at most 255 bytes; \"\" when none is left)."),
+    _b("upload_type(u: Upload) -> str", (UPLOAD,), STR, "lib.uploads.upload_type",
+       "The file's content type as the client gave it, or application/octet-stream."),
+    _b("upload_size(u: Upload) -> i64", (UPLOAD,), I64, "lib.uploads.upload_size",
+       "The file's size in bytes."),
+    _b("async upload_read(u: Upload) -> Result[bytes, Error]", (UPLOAD,), ResultOf(BYTES),
+       "lib.uploads.upload_read",
+       "The file's content, read off the event loop; an internal error over 64 MiB.",
+       errors=frozenset({"internal"})),
+    _b("async upload_sha256(u: Upload) -> str", (UPLOAD,), STR, "lib.uploads.upload_sha256",
+       "The SHA-256 digest of the file in lower-case hex, worked out off the event loop."),
+    _b("async upload_move(u: Upload, path: str) -> Result[unit, Error]", (UPLOAD, STR),
+       ResultOf(UNIT), "lib.uploads.upload_move",
+       "Puts the file at path (its folder must exist), whole or not at all, replacing what is "
+       "there; busy when the disk is full.", errors=frozenset({"invalid", "busy", "internal"}),
+       effect="writes a file"),
     # calling other services (runtime/lib/outbound.py, on aiohttp's client)
     _b("async http_get(url: str, headers: Headers) -> Result[Response[str], Error]",
        (STR, HEADERS), ResultOf(ResponseOf(STR)), "lib.outbound.http_get",
@@ -489,9 +508,10 @@ RANGE_LOWERING = RuntimeCall("lib.support", "range_")
 
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
-                        "Error", "List", "Result", "view", "Headers", "Response", "Map"})
+                        "Error", "List", "Result", "view", "Headers", "Response", "Map",
+                        "Upload"})
 #: The HTTP types, resolved by compiler/check/http_types.py.
-HTTP_TYPE_NAMES = frozenset({"Headers", "Response"})
+HTTP_TYPE_NAMES = frozenset({"Headers", "Response", "Upload"})
 RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 
 #: Human-readable names of the parameter kinds, for "expected ..., found ..." messages.

@@ -13,7 +13,7 @@ from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.sql.schema import MigrationFile
 from svc.compiler.svctypes import Type
-from svc.rules.contract import ParamSource, ResultKind
+from svc.rules.contract import BODY_LIMIT, ParamSource, ResultKind
 from svc.rules.settings import Settings
 
 
@@ -102,6 +102,8 @@ class RouteInfo:
     # else, for a route that begins a transaction, what a run again would repeat.
     retried: bool = False
     not_retried_because: str = ""
+    # The most bytes its body may have (`body_limit="10 MiB"`, else the server's 1 MiB).
+    body_limit: int = BODY_LIMIT
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,7 @@ DB = Prim("Db")
 TX = Prim("Tx")  # a transaction: passed to functions, never stored, listed or returned
 ERROR = Prim("Error")
 HEADERS = Prim("Headers")  # a request's header fields: passed to functions, never stored
+UPLOAD = Prim("Upload")  # a file the request brought: passed to functions, never stored
 NONE = Prim("None")
 
 INTEGERS = (I64, I32)
@@ -207,6 +208,13 @@ def contains_headers(t: Type) -> bool:
     """Whether a `Headers` occurs anywhere in `t` (like a view, it may not be stored, listed
     or returned: it is the request's, and lives as long as the handler)."""
     return _occurs(t, lambda u: u == HEADERS)
+
+
+def contains_upload(t: Type) -> bool:
+    """Whether an `Upload` occurs anywhere in `t` (like `Headers`, it is the request's: its
+    temporary file is closed when the request ends, so it may not be stored, listed or
+    returned)."""
+    return _occurs(t, lambda u: u == UPLOAD)
 
 
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:

@@ -159,6 +159,27 @@ def duration_ms(text: str) -> int | None:
     return int(match.group(1)) * _UNIT_MS[match.group(2)] if match else None
 
 
+_SIZE = re.compile(r"([0-9]{1,12}) ?(B|KiB|MiB|GiB)\Z")
+_UNIT_BYTES = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+#: How a size is written, for messages.
+SIZE_TEXT = 'a size like "10 MiB" (B, KiB, MiB or GiB)'
+
+
+def size_bytes(text: str) -> int | None:
+    """`"512 KiB"`, `"10 MiB"`, `"1GiB"`, `"100 B"` in bytes; None for any other text."""
+    match = _SIZE.match(text)
+    return int(match.group(1)) * _UNIT_BYTES[match.group(2)] if match else None
+
+
+def body_limit_problem(text: str) -> str | None:
+    """Why a route's `body_limit` cannot be `text`, or None."""
+    size = size_bytes(text)
+    if size is None or not 1 <= size <= BODY_LIMIT_MAX:
+        return (f"body_limit must be {SIZE_TEXT}, from 1 B to {BODY_LIMIT_MAX // 2**30} GiB, "
+                f"found {text!r}")
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """A `@job` handler as the runner runs it: `handler(db, payload)`, the payload decoded from

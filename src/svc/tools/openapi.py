@@ -31,7 +31,7 @@ from svc.compiler.svctypes import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
 )
 from svc.compiler.svctypes import ResponseOf, held_type
-from svc.rules.contract import INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
+from svc.rules.contract import BODY_LIMIT, INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
 from svc.rules.field_rules import BYTES as COUNTS_BYTES, ITEMS, LENGTH, PATTERN, RANGE, Rule
 
 OPENAPI_VERSION = "3.1.0"
@@ -63,8 +63,10 @@ ERROR_RESPONSES = {
     405: ("MethodNotAllowed", "This path does not take the request's method; the Allow header "
                               "lists those it takes"),
     409: ("Conflict", "A `conflict` error from the handler (a database constraint included)"),
-    413: ("PayloadTooLarge", "The request body is over 1 MiB"),
-    415: ("UnsupportedMediaType", "The body must be application/json"),
+    413: ("PayloadTooLarge", "The request body is over the route's limit (1 MiB unless its "
+                             "body_limit says)"),
+    415: ("UnsupportedMediaType", "The body must be application/json (multipart/form-data for "
+                                  "a route that takes several files)"),
     422: ("UnprocessableContent", "An `unprocessable` error from the handler: the reason, and "
                                   "what is wrong with each field under `fields`"),
     426: ("UpgradeRequired", "Not a WebSocket upgrade request"),
@@ -78,6 +80,7 @@ ERROR_RESPONSES = {
                   "says when to try again)"),
     504: ("Timeout", "The request passed the processing limit (2 s), or a call to another "
                      "service did not answer within it"),
+    507: ("InsufficientStorage", "The server had no room left to store an uploaded file"),
 }
 
 
@@ -128,9 +131,14 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
                   if p.source in (ParamSource.PATH, ParamSource.QUERY)]
     if parameters:
         operation["parameters"] = parameters
+    uploads = [p for p in route.params if p.source is ParamSource.UPLOAD]
     body = next((p for p in route.params if p.source in (ParamSource.BODY, ParamSource.RAW)), None)
-    if body is not None:
+    if uploads:
+        operation["requestBody"] = _upload_body(uploads, route.body_limit)
+    elif body is not None:
         operation["requestBody"] = _request_body(body.source, body.type)
+    if route.body_limit != BODY_LIMIT and "requestBody" in operation:
+        operation["requestBody"]["description"] = f"At most {route.body_limit:,} bytes."
     operation["responses"] = _responses(program, route)
     security = openapi_security.route_security(program, route)
     if security:
@@ -150,6 +158,24 @@ def _request_body(source: ParamSource, t: Type) -> dict[str, Any]:
     # A raw body: any bytes, of any Content-Type; a request without one gives empty bytes.
     return {"required": False, "content": {"application/octet-stream": {
         "schema": {"type": "string", "contentMediaType": "application/octet-stream"}}}}
+
+
+#: An uploaded file in a schema (OpenAPI 3.1 writes binary content so, 3.0 as a format).
+FILE_SCHEMA = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
+
+
+def _upload_body(uploads: list, limit: int) -> dict[str, Any]:
+    """A route's files as a multipart/form-data body (its scalar parameters, listed in the
+    query, may come as form fields too); a route that takes one file also takes it as the
+    whole body, of any type."""
+    form = {"type": "object", "properties": {p.name: FILE_SCHEMA for p in uploads}}
+    required = [p.name for p in uploads if not p.optional]
+    if required:
+        form["required"] = required
+    content: dict[str, Any] = {"multipart/form-data": {"schema": form}}
+    if len(uploads) == 1:
+        content["*/*"] = {"schema": FILE_SCHEMA}
+    return {"required": bool(required), "content": content}
 
 
 def _responses(program: CheckedProgram, route: RouteInfo) -> dict[str, Any]:
@@ -188,6 +214,11 @@ def error_statuses(program: CheckedProgram, route: RouteInfo) -> list[int]:
         statuses.add(415)
         if has_rules(program, body):  # binding's 422 naming the fields that break them
             statuses.add(422)
+    uploads = sum(p.source is ParamSource.UPLOAD for p in route.params)
+    if uploads:
+        statuses.add(507)  # no room to store the files
+        if uploads > 1:  # a body that is not multipart
+            statuses.add(415)
     if _rate_limited(program, route):
         statuses.add(429)
     return sorted(statuses)

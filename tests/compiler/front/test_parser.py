@@ -230,7 +230,7 @@ def test_helpful_messages() -> None:
         "x = 1\n": "expected a declaration at top level",
         "class A(B):\n    x: i64\n": "no base classes",
         '@get("/a")\ndef f():\n    pass\n': "directly above an 'async def'",
-        '@get("/a", "/b")\nasync def f():\n    pass\n': "exactly one string literal",
+        '@get("/a", "/b")\nasync def f():\n    pass\n': "takes only options 'name=value'",
         "@get()\nasync def f():\n    pass\n": "needs a path",
         "@get(1)\nasync def f():\n    pass\n": "must be a string literal",
         "@options(\"/a\")\nasync def f():\n    pass\n": "unknown attribute '@options'",

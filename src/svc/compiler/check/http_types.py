@@ -1,7 +1,9 @@
-"""The checker's rules for the HTTP types, `Headers` and `Response[T]`, and their builtins.
+"""The checker's rules for the HTTP types, `Headers`, `Upload` and `Response[T]`, and their
+builtins.
 
-`Headers` is the request's header fields: like a view it belongs to one request, so it may be
-passed to functions but never stored in a class field or a list, nor returned. `Response[T]`
+`Headers` is the request's header fields and `Upload` a file the request brought (its
+temporary file is closed when the request ends): like a view each belongs to one request, so it
+may be passed to functions but never stored in a class field or a list, nor returned. `Response[T]`
 is a handler's answer with its own status and header fields; its T is anything a plain
 handler may answer (a JSON type, `Html` or `unit`). What the server refuses at run time
 (`svc.rules.contract.status_problem`, `header_problem`) is a compile error when it is written as a
@@ -18,8 +20,8 @@ from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
 from svc.compiler.front.imports import TEST_SUFFIX
 from svc.compiler.svctypes import (
-    HEADERS, HTML, UNKNOWN, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
-    format_type, is_json_type,
+    HEADERS, HTML, UNKNOWN, UPLOAD, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
+    contains_upload, format_type, is_json_type,
 )
 from svc.rules.contract import (
     error_header_problem, header_line_problem, header_problem, header_value_problem,
@@ -34,12 +36,12 @@ BODY_TYPES = "class, List, number, str, bool, unit, T? or Html"
 
 
 def resolve_type(ctx: CheckContext, texpr: syntax.NamedType, file: str) -> Type:
-    """`Headers` or `Response[T]` as written; UNKNOWN after an error."""
-    if texpr.name == "Headers":
+    """`Headers`, `Upload` or `Response[T]` as written; UNKNOWN after an error."""
+    if texpr.name in ("Headers", "Upload"):
         if texpr.args:
-            ctx.error("type 'Headers' takes no type arguments", texpr.span)
+            ctx.error(f"type '{texpr.name}' takes no type arguments", texpr.span)
             return UNKNOWN
-        return HEADERS
+        return HEADERS if texpr.name == "Headers" else UPLOAD
     if len(texpr.args) != 1:
         ctx.error(f"type 'Response' takes one type argument (the body's type), found "
                   f"{len(texpr.args)}", texpr.span)
@@ -65,6 +67,9 @@ def field_problem(t: Type) -> str | None:
     """Why a class field may not have type `t` (None when it may), for the HTTP types."""
     if contains_headers(t):
         return "a Headers cannot be stored in a class field (keep the values read with header())"
+    if contains_upload(t):
+        return (f"an Upload cannot be stored in a class field: its file is the request's "
+                f"({UPLOAD_KEEPING})")
     if _contains_response(t):
         return "a Response cannot be stored in a class field (a handler returns it)"
     return None
@@ -74,6 +79,8 @@ def list_problem(t: Type) -> str | None:
     """Why `t` may not be a list's element type, or None."""
     if contains_headers(t):
         return "a Headers cannot be put in a list"
+    if contains_upload(t):
+        return "an Upload cannot be put in a list (take one parameter per file)"
     return None
 
 
@@ -82,7 +89,13 @@ def return_problem(function: str, t: Type) -> str | None:
     if contains_headers(t):
         return (f"function '{function}' cannot return Headers (return the values read with "
                 "header() instead)")
+    if contains_upload(t):
+        return f"function '{function}' cannot return an Upload ({UPLOAD_KEEPING})"
     return None
+
+
+#: How a program keeps what an Upload holds past its request.
+UPLOAD_KEEPING = "keep it with upload_move or upload_read"
 
 
 def _contains_response(t: Type) -> bool:

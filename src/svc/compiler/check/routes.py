@@ -16,16 +16,20 @@ from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import FunctionInfo, ParamInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResponseOf,
-    ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
+    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, UPLOAD, ClassRef, EnumRef, ListOf, MapOf,
+    Opt, ResponseOf, ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
 )
-from svc.rules.contract import ParamSource, PathError, ResultKind, parse_path
+from svc.rules.contract import (
+    BODY_LIMIT, ParamSource, PathError, ResultKind, body_limit_problem, parse_path, size_bytes,
+)
 
 #: Paths the server answers itself (docs/reference/http.md, built-in routes); no handler may
 #: take them, whatever the method (docs/decisions/http.md).
 RESERVED_PATHS = ("/health", "/ready", "/stream", "/ws")
 
 PATH_TYPES = (I64, I32, STR)
+#: The sources of parameters that read the request body (which a `body_limit` limits).
+_BODY_SOURCES = (ParamSource.BODY, ParamSource.RAW, ParamSource.UPLOAD)
 QUERY_TYPES = (I64, I32, F64, BOOL, STR)
 
 ClassFields = Callable[[str], list[Type]]
@@ -46,6 +50,7 @@ def bind_params(
     params: list[ParamInfo] = []
     problems: list[str] = []
     body: str | None = None  # name of the parameter that takes the body
+    uploads: list[str] = []  # the Upload parameters: the files of one multipart body
     for name, t in fn.params:
         if t == UNKNOWN:  # its type was already reported
             continue
@@ -62,18 +67,23 @@ def bind_params(
         if source is None:
             problems.append(
                 f"parameter '{name}: {format_type(t)}' of handler '{fn.name}' cannot be bound "
-                "from a request (path capture, query scalar, body class, raw body, Db or Headers)"
+                "from a request (path capture, query scalar, body class, raw body, Upload, Db "
+                "or Headers)"
             )
             continue
-        if source is ParamSource.BODY or source is ParamSource.RAW:
-            if body is not None:
+        if source in _BODY_SOURCES:
+            # several Upload parameters are the files of one multipart body
+            if body is not None and not (source is ParamSource.UPLOAD and body in uploads):
                 problems.append(
                     f"handler '{fn.name}' reads the request body twice: parameters "
                     f"'{body}' and '{name}'"
                 )
                 continue
-            body = name
-        if source is ParamSource.QUERY:
+            body = body or name
+        if source is ParamSource.UPLOAD:
+            uploads.append(name)
+            params.append(ParamInfo(name, source, UPLOAD, isinstance(t, Opt)))
+        elif source is ParamSource.QUERY:
             inner, optional = _query_type(t)  # type: ignore[misc]
             params.append(ParamInfo(name, source, inner, optional))
         else:
@@ -92,6 +102,8 @@ def _source_of(t: Type, class_fields: ClassFields) -> ParamSource | None:
         return ParamSource.DB
     if t == HEADERS:
         return ParamSource.HEADERS
+    if t == UPLOAD or t == Opt(UPLOAD):
+        return ParamSource.UPLOAD
     if isinstance(t, (ClassRef, MapOf)):
         return ParamSource.BODY if is_json_type(t, class_fields) else None
     if t == BYTES or t == View(BYTES):
@@ -196,10 +208,41 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
             f"{format_type(fn.returns)}",
             span,
         )
-    if problems or kind is None:
+    limit = _body_limit(attr, params, fail)
+    if problems or kind is None or limit is None:
         return None
     return RouteInfo(attr.method, attr.path, fn.name, tuple(params), kind,
-                     holds_f64(fn.returns, class_fields), attr.path_span, uses, handler_args)
+                     holds_f64(fn.returns, class_fields), attr.path_span, uses, handler_args,
+                     body_limit=limit)
+
+
+def _body_limit(attr: syntax.RouteAttr, params: list[ParamInfo],
+                fail: Callable[..., None]) -> int | None:
+    """The route's body limit in bytes (BODY_LIMIT unless its attribute says
+    `body_limit="10 MiB"`); None after a reported mistake in its options."""
+    limit = BODY_LIMIT
+    seen: set[str] = set()
+    for option in attr.options:
+        label = f"@{attr.method.lower()}"
+        if option.name != "body_limit":
+            fail(f"{label} has no option '{option.name}' (it takes body_limit)", option.span)
+            return None
+        if option.name in seen:
+            fail(f"option 'body_limit' of {label} is given twice", option.span)
+            return None
+        seen.add(option.name)
+        problem = (body_limit_problem(option.value) if isinstance(option.value, str)
+                   else f"body_limit must be a string literal such as \"10 MiB\", found "
+                        f"{option.value!r}")
+        if problem is not None:
+            fail(problem, option.value_span)
+            return None
+        if not any(p.source in _BODY_SOURCES for p in params):
+            fail(f"body_limit: route {attr.method} {attr.path} reads no body (no body class, "
+                 "bytes or Upload parameter)", option.span)
+            return None
+        limit = size_bytes(option.value) or BODY_LIMIT
+    return limit
 
 
 def check_conflicts(routes: list[RouteInfo]) -> list[Diagnostic]:

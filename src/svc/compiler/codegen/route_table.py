@@ -13,7 +13,7 @@ from typing import Callable
 
 from svc.compiler import svctypes as T
 from svc.compiler.program import ParamInfo, RouteInfo
-from svc.rules.contract import ParamSource
+from svc.rules.contract import BODY_LIMIT, ParamSource
 
 #: `name` → an expression for a name of svc.rules.contract (imported by the generated module).
 ContractName = Callable[[str], ast.expr]
@@ -28,7 +28,9 @@ def route_entries(routes: list[RouteInfo], handler_name: Callable[[RouteInfo], s
 
 def _route(r: RouteInfo, handler: str, type_value, contract: ContractName) -> ast.expr:
     params = [_param(p, type_value, contract) for p in r.params]
-    return ast.Call(func=contract("Route"), keywords=[], args=[
+    limit = [] if r.body_limit == BODY_LIMIT else [ast.keyword("body_limit",
+                                                               ast.Constant(r.body_limit))]
+    return ast.Call(func=contract("Route"), keywords=limit, args=[
         ast.Constant(r.method), ast.Constant(r.path), ast.Name(id=handler, ctx=ast.Load()),
         ast.Tuple(elts=params, ctx=ast.Load()), _member(contract, "ResultKind", r.result.name),
         ast.Constant(r.floats), ast.Constant(r.retried)])
@@ -43,6 +45,8 @@ def _param(p: ParamInfo, type_value, contract: ContractName) -> ast.expr:
         kind = ast.Constant("Db")
     elif p.source is ParamSource.HEADERS:
         kind = ast.Constant("Headers")
+    elif p.source is ParamSource.UPLOAD:
+        kind = ast.Constant("Upload")
     elif isinstance(p.type, T.EnumRef):  # PATH or QUERY: an enum's member names
         kind = ast.Constant(p.type.members)  # type: ignore[arg-type]  # a tuple of str
     else:  # PATH and QUERY: a scalar (already the inner type of a `T?` query parameter)

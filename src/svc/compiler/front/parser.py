@@ -279,9 +279,9 @@ class Parser(GuardParser, FieldRuleParser, PythonParser):
         if name.value not in ROUTE_METHODS:
             raise self.fail(f"unknown attribute '@{name.value}' (expected {ATTRIBUTES_TEXT})",
                             name.span)
-        path, _ = self.attr_arguments(name.text, "a path", "/path", options=False)
+        path, options = self.attr_arguments(name.text, "a path", "/path")
         return syntax.RouteAttr(self.span_from(start), ROUTE_METHODS[name.value], path.text,
-                                path.span)
+                                path.span, options)
 
     def background_attr(self) -> syntax.BackgroundAttr:
         start = self.advance()
@@ -290,10 +290,11 @@ class Parser(GuardParser, FieldRuleParser, PythonParser):
         text, options = self.attr_arguments(kind.value, what, example)
         return syntax.BackgroundAttr(self.span_from(start), kind, text.text, text.span, options)
 
-    def attr_arguments(self, attr: str, what: str, example: str,
-                       options: bool = True) -> tuple[Token, list[syntax.AttrOption]]:
+    def attr_arguments(self, attr: str, what: str,
+                       example: str) -> tuple[Token, list[syntax.AttrOption]]:
         """`("text", name=literal, ...)` after an attribute's name: the string literal and the
-        options (each an integer or string literal), which a route attribute does not take."""
+        options (each an integer or string literal; which names an attribute takes is the
+        checker's rule)."""
         self.expect("(", f"'(' and {what} after '@{attr}'")
         if not self.at("str"):
             if self.at(")"):
@@ -306,8 +307,6 @@ class Parser(GuardParser, FieldRuleParser, PythonParser):
             if self.peek().kind == ")":  # a trailing comma, allowed as in any call
                 self.advance()
                 break
-            if not options:
-                raise self.fail(f"@{attr} takes exactly one string literal argument")
             self.advance()
             found.append(self.attr_option(attr))
         if not self.at(")"):

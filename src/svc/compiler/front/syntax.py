@@ -360,11 +360,13 @@ class Param(Node):
 
 @dataclass(eq=False)
 class RouteAttr(Node):
-    """`@get("/path")`: method is upper case ("GET", "POST", "PUT", "PATCH", "DELETE")."""
+    """`@get("/path")`: method is upper case ("GET", "POST", "PUT", "PATCH", "DELETE").
+    `options` are what follows the path (`body_limit="10 MiB"`), checked by check/routes.py."""
 
     method: str
     path: str
     path_span: Span
+    options: list["AttrOption"] = field(default_factory=list)
 
 
 @dataclass(eq=False)

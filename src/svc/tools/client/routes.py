@@ -1,6 +1,7 @@
 """One function per route: `getTask({ id: 1 })`, named after its handler in camelCase, taking
-its path and query parameters by their svc names (and `body`), answering a `Result` of its
-value or of the errors the server can answer for it (the statuses `svcc openapi` lists).
+its path and query parameters and files (`Upload` parameters, as `Blob`s: a browser's `File` is
+one) by their svc names (and `body`), answering a `Result` of its value or of the errors the
+server can answer for it (the statuses `svcc openapi` lists).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from svc.tools.openapi import (
     NO_CONTENT, operation_ids, error_statuses, respond_statuses, route_ok_type,
 )
 
-_SENT = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY, ParamSource.RAW)
+_SENT = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY, ParamSource.RAW,
+         ParamSource.UPLOAD)
 _TEXT = (ResultKind.HTML, ResultKind.RESPONSE_HTML)
 _NONE = (ResultKind.UNIT, ResultKind.RESPONSE_UNIT)
 
@@ -78,7 +80,9 @@ def _function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool)
     query = ", ".join(f"{p.name}: params.{p.name}" for p in params
                       if p.source is ParamSource.QUERY)
     body = next((p for p in params if p.source in (ParamSource.BODY, ParamSource.RAW)), None)
-    sent = ("undefined" if body is None else
+    files = [p.name for p in params if p.source is ParamSource.UPLOAD]
+    sent = ("{ form: { " + ", ".join(f"{f}: params.{f}" for f in files) + " } }" if files else
+            "undefined" if body is None else
             "{ json: params.body }" if body.source is ParamSource.BODY else "{ raw: params.body }")
     read = "text" if route.result in _TEXT else "none" if route.result in _NONE else "json"
     doc = f"    /** {route.method} {route.path} (svc: {route.handler}) */\n"
@@ -98,6 +102,8 @@ def _argument(program: CheckedProgram, params: list, typed: bool) -> str:
         if p.source in (ParamSource.BODY, ParamSource.RAW):
             kind = "Uint8Array | string" if p.source is ParamSource.RAW else ts_type(program, p.type)
             props.append(f"body: {kind}")
+        elif p.source is ParamSource.UPLOAD:
+            props.append(f"{p.name}?: Blob | null" if p.optional else f"{p.name}: Blob")
         else:
             mark = "?" if p.optional else ""
             props.append(f"{p.name}{mark}: {ts_type(program, p.type)}{' | null' if mark else ''}")

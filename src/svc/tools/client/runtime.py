@@ -13,12 +13,13 @@ import re
 
 #: svc's error kind of each error status the server answers (svc.runtime.lib.support's
 #: STATUS_BY_KIND, `database` folded into `internal`), and names for the statuses the server
-#: itself answers before a handler runs (405, 413, 415).
+#: itself answers before a handler runs (405, 413, 415, and 507 for an upload it had no room for).
 KIND_BY_STATUS = {
     400: "invalid", 401: "unauthorized", 403: "forbidden", 404: "not_found",
     405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
     415: "unsupported_media_type", 422: "unprocessable", 429: "too_many_requests",
     500: "internal", 502: "bad_gateway", 503: "busy", 504: "timeout",
+    507: "insufficient_storage",
 }
 #: The kind of an answer whose status svc never gives (a proxy's 502 page, say).
 UNEXPECTED = "unexpected"
@@ -51,6 +52,7 @@ __KINDS__
 
 «type Query = Record<string, string | number | boolean | null | undefined>;»
 «type Read = "json" | "text" | "none";»
+«type Body = { json: unknown } | { raw: Uint8Array | string } | { form: Record<string, Blob | null | undefined> };»
 
 /** What every route function shares: the request, then its answer as a Result. */
 async function send«<T, E>»(
@@ -59,7 +61,7 @@ async function send«<T, E>»(
   method«: string»,
   path«: string»,
   query«: Query»,
-  body«: { json: unknown } | { raw: Uint8Array | string } | undefined»,
+  body«: Body | undefined»,
   read«: Read»,
 )«: Promise<Result<T, E>>» {
   const search = new URLSearchParams();
@@ -73,6 +75,13 @@ async function send«<T, E>»(
   if (body !== undefined && "json" in body) {
     headers["Content-Type"] = "application/json";
     payload = JSON.stringify(body.json);
+  } else if (body !== undefined && "form" in body) {
+    // multipart/form-data: fetch writes the Content-Type with its boundary
+    const form = new FormData();
+    for (const [name, file] of Object.entries(body.form)) {
+      if (file !== undefined && file !== null) form.append(name, file);
+    }
+    payload = form;
   } else if (body !== undefined) {
     headers["Content-Type"] = "application/octet-stream";
     payload = body.raw« as BodyInit»;
