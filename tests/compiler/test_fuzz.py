@@ -805,3 +805,36 @@ def test_python_functions_never_raise(tmp_path: Path) -> None:
                 "async def main() -> Result[unit, Error]:\n    return ok(())\n")
 
     rejected_or_compiled(tmp_path / "python_test.svc", (program() for _ in range(EXAMPLES)))
+
+
+#: Uploads among the mutation snippets, and the pieces of random upload routes
+#: (test_uploads_never_raise).
+SNIPPETS += [b"Upload", b"Upload?", b'body_limit="10 MiB"', b"upload_move(", b"upload_read(f)"]
+_UPLOAD_PARAMS = ["f: Upload", "f: Upload?", "f: Upload, g: Upload", "f: Upload, note: str?",
+                  "f: Upload, n: Note", "f: Upload, raw: bytes", "f: List[Upload]", "n: Note", ""]
+_BODY_LIMITS = ["", ', body_limit="10 MiB"', ', body_limit="1GiB"', ', body_limit="512 KiB"',
+                ', body_limit="0 B"', ', body_limit="10 MB"', ", body_limit=5", ', limit="1 MiB"',
+                ', body_limit="65 GiB"', ', body_limit="1 MiB", body_limit="2 MiB"']
+_UPLOAD_USES = ["return ok(upload_size(f))", "return ok(len(try await upload_read(f)))",
+                'try await upload_move(f, "/tmp/x")\n    return ok(1)',
+                "return ok(len(upload_name(f) + upload_type(f) + await upload_sha256(f)))",
+                "keep = Keep(file=f)\n    return ok(1)", "xs = [f]\n    return ok(1)",
+                "return ok(upload_size(n))", "return ok(upload_size(None))",
+                "return ok(upload_size(f, f))", "x = upload_move(f, 1)\n    return ok(1)"]
+
+
+@pytest.mark.fuzz
+def test_uploads_never_raise(tmp_path: Path) -> None:
+    """Random upload routes (parameters, body limits, the upload builtins): each program checks
+    (and then also generates and compiles) or gives diagnostics with valid positions."""
+    rng = random.Random(SEED)
+
+    def program() -> str:
+        method = rng.choice(["post", "put", "get", "patch"])
+        return ("class Note:\n    title: str\n\nclass Keep:\n    file: str\n\n"
+                f'@{method}("/files"{rng.choice(_BODY_LIMITS)})\n'
+                f"async def save({rng.choice(_UPLOAD_PARAMS)}) -> Result[i64, Error]:\n"
+                f"    {rng.choice(_UPLOAD_USES)}\n\n"
+                "async def main() -> Result[unit, Error]:\n    return ok(())\n")
+
+    rejected_or_compiled(tmp_path / "uploads.svc", (program() for _ in range(EXAMPLES // 3)))

@@ -184,3 +184,18 @@ def test_a_python_declaration_keeps_its_attribute_line_and_bodiless_signature() 
             "def main():\n    pass\n")
     assert format_text("t.svc", messy) == (tidy, [])
     assert format_text("t.svc", tidy) == (tidy, [])
+
+
+def test_a_route_with_a_body_limit_and_uploads_is_laid_out_on_its_lines() -> None:
+    """In process: the option after the path is spaced like a job's options, and an `Upload?`
+    parameter like any optional one; laid out again, the text stays."""
+    from svc.compiler.front.layout import format_text
+
+    messy = ('@post( "/files" ,body_limit = "10 MiB" )\n'
+             "async def save(file:Upload,note:Upload?)->Result[unit,Error]:\n"
+             "    return ok(())\n")
+    tidy = ('@post("/files", body_limit="10 MiB")\n'
+            "async def save(file: Upload, note: Upload?) -> Result[unit, Error]:\n"
+            "    return ok(())\n")
+    assert format_text("t.svc", messy) == (tidy, [])
+    assert format_text("t.svc", tidy) == (tidy, [])

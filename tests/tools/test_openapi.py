@@ -416,3 +416,42 @@ def test_a_python_function_leaves_the_document_as_it_is() -> None:
 
     with_python = described(head + handler.replace("BODY", "try await escape(title)"))
     assert with_python == described(handler.replace("BODY", "title"))
+
+
+UPLOADS = """\
+@post("/photos", body_limit="20 MiB")
+async def add_photo(photo: Upload, thumb: Upload?, caption: str?) -> Result[str, Error]:
+    return ok(upload_name(photo))
+
+@put("/files/{name}")
+async def put_file(name: str, file: Upload) -> Result[i64, Error]:
+    return ok(upload_size(file))
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    return await serve(db, 8080)
+"""
+FILE = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
+
+
+def test_upload_routes_take_multipart_files_and_say_their_limit(tmp_path: Path) -> None:
+    """Files are a multipart/form-data body (required ones listed), a route of one file also
+    takes it as the whole body of any type, scalar parameters stay in the query, a raised body
+    limit is said, and 507 (and 415 for several files) are among the statuses."""
+    (tmp_path / "files.svc").write_text(UPLOADS)
+    document = openapi_document([str(tmp_path / "files.svc")])
+    validate(document)
+    photos = document["paths"]["/photos"]["post"]
+    assert photos["parameters"] == [
+        {"name": "caption", "in": "query", "required": False, "schema": {"type": "string"}}]
+    assert photos["requestBody"] == {
+        "required": True, "description": "At most 20 MiB (20,971,520 bytes).", "content": {
+            "multipart/form-data": {"schema": {
+                "type": "object", "properties": {"photo": FILE, "thumb": FILE},
+                "required": ["photo"]}}}}
+    assert {413, 415, 507} <= set(statuses(photos))  # 415: two files need a multipart body
+    put = document["paths"]["/files/{name}"]["put"]
+    assert "description" not in put["requestBody"]  # the server's 1 MiB
+    assert put["requestBody"]["content"]["*/*"] == {"schema": FILE}
+    assert {413, 507} <= set(statuses(put)) and 415 not in statuses(put)
+    assert document["components"]["responses"]["InsufficientStorage"]["description"]

@@ -171,6 +171,14 @@ def size_bytes(text: str) -> int | None:
     return int(match.group(1)) * _UNIT_BYTES[match.group(2)] if match else None
 
 
+def size_text(size: int) -> str:
+    """A size in bytes as a person writes it: `10 MiB`, `512 KiB`, `1,000 B`."""
+    for unit in ("GiB", "MiB", "KiB"):
+        if size % _UNIT_BYTES[unit] == 0:
+            return f"{size // _UNIT_BYTES[unit]} {unit}"
+    return f"{size:,} B"
+
+
 def body_limit_problem(text: str) -> str | None:
     """Why a route's `body_limit` cannot be `text`, or None."""
     size = size_bytes(text)

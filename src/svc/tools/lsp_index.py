@@ -23,7 +23,8 @@ from svc.compiler.svctypes import (
 )
 from svc.rules.field_rules import message
 from svc.rules.contract import (
-    JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS, TriggerKind,
+    BODY_LIMIT, JOB_ATTEMPTS, JOB_BACKOFF_MS, JOB_DEADLINE_MS, SCHEDULE_DEADLINE_MS, ParamSource,
+    TriggerKind, size_text,
 )
 
 KEYWORDS = ("def", "async", "await", "class", "let", "if", "elif", "else", "while", "for",
@@ -131,8 +132,18 @@ def _routes_text(program: CheckedProgram, name: str) -> str:
     if not routes:
         decl = program.functions[name].decl if name in program.functions else None
         return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in (decl.routes if decl else ()))
-    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _guards_text(r) + _retry_text(r)
-                   for r in routes)
+    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _body_text(r) + _guards_text(r)
+                   + _retry_text(r) for r in routes)
+
+
+def _body_text(route: RouteInfo) -> str:
+    """`, body up to 10 MiB (files: photo)`: a body limit other than the server's 1 MiB, and
+    the Upload parameters the body's files go to."""
+    files = [p.name for p in route.params if p.source is ParamSource.UPLOAD]
+    if route.body_limit == BODY_LIMIT and not files:
+        return ""
+    text = f", body up to {size_text(route.body_limit)}"
+    return text + (f" (files: {', '.join(files)})" if files else "")
 
 
 def _retry_text(route: RouteInfo) -> str:

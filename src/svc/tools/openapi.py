@@ -31,7 +31,9 @@ from svc.compiler.svctypes import (
     BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
 )
 from svc.compiler.svctypes import ResponseOf, held_type
-from svc.rules.contract import BODY_LIMIT, INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind
+from svc.rules.contract import (
+    BODY_LIMIT, INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind, size_text,
+)
 from svc.rules.field_rules import BYTES as COUNTS_BYTES, ITEMS, LENGTH, PATTERN, RANGE, Rule
 
 OPENAPI_VERSION = "3.1.0"
@@ -138,7 +140,8 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
     elif body is not None:
         operation["requestBody"] = _request_body(body.source, body.type)
     if route.body_limit != BODY_LIMIT and "requestBody" in operation:
-        operation["requestBody"]["description"] = f"At most {route.body_limit:,} bytes."
+        operation["requestBody"]["description"] = (
+            f"At most {size_text(route.body_limit)} ({route.body_limit:,} bytes).")
     operation["responses"] = _responses(program, route)
     security = openapi_security.route_security(program, route)
     if security:
