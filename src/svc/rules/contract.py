@@ -77,6 +77,7 @@ class ResultKind(enum.Enum):
     RESPONSE_JSON = "response_json"
     RESPONSE_HTML = "response_html"
     RESPONSE_UNIT = "response_unit"
+    RESPONSE_BYTES = "response_bytes"  # a Response[bytes]: the bytes as they are (a download)
     # Built-in routes only:
     TEXT = "text"                    # a constant body: the handler is called once, at startup
     STREAM = "stream"                # /stream: the handler writes a chunked body itself
@@ -126,7 +127,7 @@ class Route:
 
 
 RESPONSE_KINDS = frozenset({ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML,
-                            ResultKind.RESPONSE_UNIT})
+                            ResultKind.RESPONSE_UNIT, ResultKind.RESPONSE_BYTES})
 
 # --- work outside requests: durable jobs and schedules ----------------------------------------
 

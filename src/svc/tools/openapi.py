@@ -276,6 +276,8 @@ def _chosen_response(kind: ResultKind, body: Type, status: int | None) -> dict[s
         return described
     if kind is ResultKind.RESPONSE_HTML:
         return {**described, "content": {"text/html": {"schema": {"type": "string"}}}}
+    if kind is ResultKind.RESPONSE_BYTES:
+        return {**described, "content": {"application/octet-stream": {"schema": FILE_SCHEMA}}}
     return {**described, "content": {"application/json": {"schema": schema_of(body)}}}
 
 

@@ -50,6 +50,18 @@ def test_the_handlers_content_type_replaces_the_default_and_head_sends_no_body()
     assert body == b""
 
 
+def test_a_bytes_response_is_written_as_it_is_and_its_type_can_be_chosen():
+    """A download: no JSON, no base64; application/octet-stream unless the handler says."""
+    data = bytes(range(256))
+    lines, body = split(render(respond(200, data), ResultKind.RESPONSE_BYTES, False, True, True))
+    assert body == data and b"Content-Type: application/octet-stream" in lines
+    r = respond(200, b"%PDF-1.7")
+    set_header(r, "Content-Type", "application/pdf")
+    lines, body = split(render(r, ResultKind.RESPONSE_BYTES, False, True, True))
+    assert [line for line in lines if line.lower().startswith(b"content-type")] == [
+        b"Content-Type: application/pdf"] and body == b"%PDF-1.7"
+
+
 @pytest.mark.parametrize("status", [204, 304])
 def test_no_content_statuses_have_neither_body_nor_length(status):
     r = respond(status, User(1))

@@ -5,7 +5,8 @@ builtins.
 temporary file is closed when the request ends): like a view each belongs to one request, so it
 may be passed to functions but never stored in a class field or a list, nor returned. `Response[T]`
 is a handler's answer with its own status and header fields; its T is anything a plain
-handler may answer (a JSON type, `Html` or `unit`). What the server refuses at run time
+handler may answer (a JSON type, `Html` or `unit`), or `bytes` (written as they are: a
+download). What the server refuses at run time
 (`svc.rules.contract.status_problem`, `header_problem`) is a compile error when it is written as a
 literal, so most mistakes never reach a running server.
 
@@ -20,7 +21,7 @@ from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
 from svc.compiler.front.imports import TEST_SUFFIX
 from svc.compiler.svctypes import (
-    HEADERS, HTML, UNKNOWN, UPLOAD, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
+    BYTES, HEADERS, HTML, UNKNOWN, UPLOAD, ListOf, Opt, ResponseOf, ResultOf, Type, contains_headers,
     contains_upload, format_type, is_json_type,
 )
 from svc.rules.contract import (
@@ -32,7 +33,7 @@ from svc.rules.outbound_calls import method_problem as outbound_method_problem, 
 #: The type names this module resolves.
 TYPE_NAMES = HTTP_TYPE_NAMES
 
-BODY_TYPES = "class, List, number, str, bool, unit, T? or Html"
+BODY_TYPES = "class, List, number, str, bool, unit, T?, Html or bytes"
 
 
 def resolve_type(ctx: CheckContext, texpr: syntax.NamedType, file: str) -> Type:
@@ -58,7 +59,7 @@ def resolve_type(ctx: CheckContext, texpr: syntax.NamedType, file: str) -> Type:
 
 def body_problem(t: Type, class_fields) -> str | None:
     """Why `t` cannot be the body of a Response, or None."""
-    if t == HTML or t == UNKNOWN or is_json_type(t, class_fields):
+    if t == HTML or t == BYTES or t == UNKNOWN or is_json_type(t, class_fields):
         return None
     return f"a Response body must be what a handler may answer ({BODY_TYPES}), found {format_type(t)}"
 

@@ -122,6 +122,8 @@ def result_kind(returns: Type, class_fields: ClassFields) -> ResultKind | None:
     if isinstance(t, ResponseOf):  # its body type was checked when the type was resolved
         if t.body == HTML:
             return ResultKind.RESPONSE_HTML
+        if t.body == BYTES:  # a download: the bytes themselves, not base64 in JSON
+            return ResultKind.RESPONSE_BYTES
         return ResultKind.RESPONSE_UNIT if t.body == UNIT else ResultKind.RESPONSE_JSON
     if t == HTML:
         return ResultKind.HTML

@@ -19,6 +19,7 @@ NO_CONTENT = frozenset({204, 304})
 # The result kinds `_content` tells apart, looked up once (an Enum member's lookup costs a
 # request ~900 instructions, measured).
 _JSON_KIND, _HTML_KIND = ResultKind.RESPONSE_JSON, ResultKind.RESPONSE_HTML
+_BYTES_KIND = ResultKind.RESPONSE_BYTES
 
 
 class Response:
@@ -92,6 +93,10 @@ def _content(kind: ResultKind, body: object, floats: bool) -> tuple[bytes | None
         if not isinstance(body, Html):
             raise TypeError(f"an Html Response holds {type(body).__name__}")
         return responses.HTML, body.text.encode("utf-8")
+    if kind is _BYTES_KIND:
+        if not isinstance(body, bytes):
+            raise TypeError(f"a bytes Response holds {type(body).__name__}")
+        return responses.OCTET_STREAM, body
     return None, b""  # RESPONSE_UNIT
 
 

@@ -19,6 +19,7 @@ from svc.runtime.lib.support import STATUS_BY_KIND, Html, SvcError, require_fini
 
 JSON = b"application/json"
 HTML = b"text/html; charset=utf-8"
+OCTET_STREAM = b"application/octet-stream"
 TEXT = b"text/plain; charset=utf-8"
 
 _STATUS_LINES = {

@@ -21,6 +21,7 @@ _SENT = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY, ParamSource.RAW,
          ParamSource.UPLOAD)
 _TEXT = (ResultKind.HTML, ResultKind.RESPONSE_HTML)
 _NONE = (ResultKind.UNIT, ResultKind.RESPONSE_UNIT)
+_BYTES = ResultKind.RESPONSE_BYTES
 
 
 def function_name(operation_id: str) -> str:
@@ -62,6 +63,8 @@ def value_type(program: CheckedProgram, route: RouteInfo) -> str:
         return "string"
     if route.result in _NONE:
         return "null"
+    if route.result is _BYTES:  # a download (empty for a 204)
+        return "Uint8Array"
     ok = route_ok_type(program, route)
     if isinstance(ok, Opt) and route.result is ResultKind.JSON_OPTIONAL:
         return ts_type(program, ok.inner)  # no value is the 404 error
@@ -84,7 +87,8 @@ def _function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool)
     sent = ("{ form: { " + ", ".join(f"{f}: params.{f}" for f in files) + " } }" if files else
             "undefined" if body is None else
             "{ json: params.body }" if body.source is ParamSource.BODY else "{ raw: params.body }")
-    read = "text" if route.result in _TEXT else "none" if route.result in _NONE else "json"
+    read = ("text" if route.result in _TEXT else "none" if route.result in _NONE else
+            "bytes" if route.result is _BYTES else "json")
     doc = f"    /** {route.method} {route.path} (svc: {route.handler}) */\n"
     return (f"{doc}    {name}({argument}){result if typed else ''} {{\n"
             f"      return send(baseUrl, options, \"{route.method}\", {path}, {{ {query} }},\n"

@@ -51,7 +51,7 @@ __KINDS__
 };
 
 «type Query = Record<string, string | number | boolean | null | undefined>;»
-«type Read = "json" | "text" | "none";»
+«type Read = "json" | "text" | "bytes" | "none";»
 «type Body = { json: unknown } | { raw: Uint8Array | string } | { form: Record<string, Blob | null | undefined> };»
 
 /** What every route function shares: the request, then its answer as a Result. */
@@ -88,6 +88,10 @@ async function send«<T, E>»(
   }
   const doFetch = options.fetch ?? globalThis.fetch;
   const response = await doFetch(url, { method, headers, body: payload });
+  if (response.ok && read === "bytes") {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return { ok: true, status: response.status, value: bytes« as T» };
+  }
   const text = await response.text();
   if (response.ok) {
     const value = read === "text" ? text : read === "json" && text !== "" ? JSON.parse(text) : null;
