@@ -1,7 +1,8 @@
 """`svcc client`'s output against the real tools: ONE `tsc --strict` over the TypeScript
 clients of every example and of three test programs (classes, enums, generics, optional query
 parameters, raw bodies), with a typed use of the task manager's client; and ONE Node run of
-the task manager's JavaScript client against a real `svcc run --project examples/tasks`.
+the task manager's JavaScript client against a real `svcc run --project examples/tasks` (tasks,
+errors, and an attachment uploaded as a Blob and downloaded back as bytes).
 
 Node and npm are required, not optional (`make test` installs them, target `node`):
 TypeScript comes from tests/tools/client_node/package-lock.json, installed once with `npm ci`
@@ -10,6 +11,7 @@ as the VS Code extension's packages are (tests/editor/test_vscode_extension.py).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -95,3 +97,10 @@ def test_the_javascript_client_drives_the_task_manager(tmp_path: Path) -> None:
     assert seen["wrongShape"]["error"]["kind"] == "invalid"
     assert seen["found"]["ok"] is True and [t["title"] for t in seen["found"]["value"]] == [
         "from node"]
+    attached = seen["attached"]["value"]  # the client's file name reduced to a safe one
+    assert attached["name"] == "notes.bin" and attached["content_type"] == "application/octet-stream"
+    assert attached["sha256"] == hashlib.sha256(bytes(i * 7 % 256 for i in range(1000))).hexdigest()
+    assert seen["attachments"]["value"] == [attached]
+    assert seen["gone"]["status"] == 404 and seen["gone"]["error"]["kind"] == "not_found"
+    assert seen["noTask"]["status"] == 404 and seen["noTask"]["error"]["message"] == (
+        "no task with id 987654")

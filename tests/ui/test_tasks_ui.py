@@ -6,7 +6,9 @@ what the page shows and, through the API, what the server stored.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -197,7 +199,7 @@ def test_controls_are_disabled_while_a_request_is_in_flight(page, server):
     server.add("Existing")
     page.add_init_script(HOLD_FETCH)
     page.reload()
-    page.wait_for_function("window.held.length === 2")  # the first load: tasks and stats
+    page.wait_for_function("window.held.length === 3")  # the first load: tasks, stats, files
     for control in controls(page):
         expect(control).to_be_disabled()
     # Enter while the page is still loading is queued, not lost.
@@ -252,3 +254,41 @@ def test_a_refused_field_is_named_in_the_status_line(page, server, watch):
         "the request's fields are not acceptable: title must be 1 to 240 bytes long")
     expect(status).to_have_class(re.compile(r"\berror\b"))
     assert server.call("GET", "/api/stats")["total"] == 0
+
+
+@pytest.mark.parametrize("server", ["sqlite"], indirect=True)  # the API tests cover PostgreSQL
+def test_attach_download_and_remove_files(page, server):
+    """Two files chosen at once are uploaded through the generated client (multipart), listed
+    under their task with safe names, downloaded back byte for byte, and removed; a file over
+    the 10 MiB limit is refused before a byte is sent; deleting the task removes its files."""
+    task = server.add("Scan the receipts")
+    reload(page)
+    data = bytes(range(256)) * 40
+    page.locator(f"#attach-{task['id']}").set_input_files([
+        {"name": "../../receipt\x01.bin", "mimeType": "application/octet-stream", "buffer": data},
+        {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"paid in full"}])
+    status = page.get_by_role("status")
+    expect(status).to_have_text("2 files attached.")
+    files = row(page, "Scan the receipts").get_by_role("list", name="Attachments").get_by_role(
+        "listitem")
+    expect(files).to_have_count(2)
+    expect(files.nth(0).get_by_role("link")).to_have_text("receipt.bin")
+    expect(files.nth(1)).to_contain_text("notes.txt")
+    stored = server.call("GET", "/api/attachments")
+    assert [(a["name"], a["size"], a["sha256"]) for a in stored] == [
+        ("receipt.bin", len(data), hashlib.sha256(data).hexdigest()),
+        ("notes.txt", 12, hashlib.sha256(b"paid in full").hexdigest())]
+    with page.expect_download() as download:
+        files.nth(0).get_by_role("link").click()
+    assert download.value.suggested_filename == "receipt.bin"
+    assert Path(download.value.path()).read_bytes() == data
+    files.nth(1).get_by_role("button", name="Remove notes.txt").click()
+    expect(status).to_have_text("Attachment removed.")
+    expect(files).to_have_count(1)
+    page.locator(f"#attach-{task['id']}").set_input_files(
+        {"name": "scan.tiff", "mimeType": "image/tiff", "buffer": bytes(11 * 2**20)})
+    expect(status).to_have_text("scan.tiff is too large: 11.0 MiB, the limit is 10 MiB.")
+    assert len(server.call("GET", "/api/attachments")) == 1
+    row(page, "Scan the receipts").get_by_role("button", name="Delete").click()
+    expect(status).to_have_text("Task deleted.")
+    assert server.call("GET", "/api/attachments") == []
