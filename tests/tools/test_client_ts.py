@@ -118,3 +118,34 @@ def test_bytes_are_base64_strings_as_the_server_encodes_them() -> None:
     from svc.tools.client.typescript import ts_type
 
     assert ts_type(None, ListOf(Opt(BYTES))) == "(string | null)[]"  # type: ignore[arg-type]
+
+
+def test_the_task_managers_page_client_is_the_one_svcc_makes(capsys) -> None:
+    """examples/tasks/client.js, which the page imports, is exactly what `svcc client --lang
+    js` makes of the program now: a route added without making it again fails here."""
+    project = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+    assert main(["client", "--lang", "js", "--project", str(project)]) == 0
+    assert capsys.readouterr().out == (project / "client.js").read_text(), (
+        "examples/tasks/client.js is stale: run svcc client --lang js --project examples/tasks "
+        "-o examples/tasks/client.js")
+
+
+def test_files_are_blobs_sent_as_form_data_and_downloads_are_bytes(tmp_path, capsys) -> None:
+    out = _client(tmp_path, capsys, text='''
+@post("/photos/{id}", body_limit="20 MiB")
+async def add_photo(id: i64, photo: Upload, thumb: Upload?, caption: str?) -> Result[str, Error]:
+    return ok(upload_name(photo))
+
+@get("/photos/{id}")
+async def photo(id: i64) -> Result[Response[bytes], Error]:
+    return ok(respond(200, to_bytes("x")))
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    return await serve(db, 8080)
+''')
+    assert ("addPhoto(params: { id: number; photo: Blob; thumb?: Blob | null; caption?: string "
+            "| null }): Promise<Result<string, AddPhotoError>>") in out
+    assert "{ form: { photo: params.photo, thumb: params.thumb } }, \"json\");" in out
+    assert "photo(params: { id: number }): Promise<Result<Uint8Array, PhotoError>>" in out
+    assert 'SvcError<"insufficient_storage">' in out and 'SvcError<"unsupported_media_type">' in out
