@@ -74,7 +74,8 @@ def test_every_example_passes_its_own_tests(args: list[str]) -> None:
 
 def test_the_task_manager_tests_cover_its_handlers() -> None:
     names = results(svcc("test", "--project", "examples/tasks").stdout)
-    for topic in ("create", "list", "100", "update", "delete", "stats", "title", "router"):
+    for topic in ("create", "list", "100", "update", "delete", "stats", "title", "router",
+                  "attachments"):
         assert any(topic in name for name in names), topic
 
 
@@ -82,7 +83,7 @@ def test_a_broken_task_manager_fails_its_tests(tmp_path: Path) -> None:
     """The tests see what the handlers do: an ORDER BY and a LIMIT changed are caught."""
     folder = tmp_path / "tasks"
     folder.mkdir()
-    for name in ("svc.toml", "models.svc", "index.html", "tasks_test.svc"):
+    for name in ("svc.toml", "models.svc", "index.html", "client.js", "tasks_test.svc"):
         (folder / name).write_bytes((ROOT / "examples" / "tasks" / name).read_bytes())
     shutil.copytree(ROOT / "examples" / "tasks" / "migrations", folder / "migrations")
     source = (ROOT / "examples" / "tasks" / "tasks.svc").read_text()
