@@ -12,6 +12,7 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
 
     WAITING    until the next request's headers are complete    → close silently
     RECEIVING  headers complete, body still arriving            → 504 and close
+               (a body that may pass 1 MiB: paced by its bytes, BODY_RATE_MIN)
     HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
     STREAMING  /stream is writing (no deadline)
     UPGRADED   a WebSocket session (no deadline)
@@ -22,6 +23,11 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
 the moves it may make (tests/runtime/http/test_connection.py checks every move it observes).
 Handlers start eagerly: most finish without suspending and are answered on the spot, with no
 Task; one that really awaits is driven on by an `eager.Resumer` (no Task either).
+
+A request whose body went to temporary files (uploads.py, `Request.form`) has them closed
+when it ends: answered, whatever the status (`send`), or dropped unanswered with its
+connection (`_let_go`: the connection lingers after a closing answer, or is gone). A body
+still arriving is the protocol's to close (`HttpConnection.drop_body`), through `_let_go` too.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from collections import deque
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from svc.rules.contract import PROCESSING_LIMIT, ResultKind
+from svc.rules.contract import BODY_RATE_MIN, PROCESSING_LIMIT, ResultKind
 from svc.process import fault_message
 from svc.runtime.http import builtin_routes, custom_response, eager, responses
 from svc.runtime.http.context import request_deadline_var as _deadline_var
@@ -42,6 +48,7 @@ from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.http.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.http.routing import BindError, CompiledRoute, Refusal, Router
 from svc.runtime.observability.accesslog import ServerLog, new_request_id
+from svc.runtime.observability.serverlog import standalone
 from svc.runtime.http.answers import answer_error
 from svc.runtime.lib.support import SvcError
 from svc.runtime.http.watchdog import SvcTimeout
@@ -135,10 +142,17 @@ class Connection(asyncio.Protocol):
         self.loop = app.loop
         self.transport: Any = None  # set by connection_made, before any other call
         self.http = HttpConnection()
+        if app.router.body_hook is not None:  # some route sets its body limit or takes files
+            self.http.body_hook = app.router.body_hook
         self.pending: deque = deque()  # events waiting for the request in progress
         self.phase = WAITING
         self.deadline = 0.0
         self.head_at = 0.0  # perf_counter() when the current body's headers completed
+        #: The body being received may pass BODY_LIMIT: its deadline is `paced_from` (the
+        #: loop time of its headers plus the processing limit) plus a second per
+        #: BODY_RATE_MIN bytes received, and its handler gets its own processing limit.
+        self.paced = False
+        self.paced_from = 0.0
         self.started = 0.0  # the request in progress's `started`, read here for the log
         self.closing = False  # no keep-alive after the current answer
         self.paused = False  # reading paused: too many queued requests
@@ -187,6 +201,7 @@ class Connection(asyncio.Protocol):
             self._enter(CLOSED, 0.0)
         self.closing = True
         self.app.forget(self)
+        self._let_go()
         task = self.task
         if task is not None:
             self.task = None
@@ -197,10 +212,13 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         phase = self.phase
-        if phase is not WAITING and phase is not RECEIVING:
-            if phase is UPGRADED:
+        if phase is not WAITING:
+            if phase is RECEIVING:
+                if self.paced:  # the bytes arriving now buy their time
+                    self.deadline = self.paced_from + (self.http.received + len(data)) / BODY_RATE_MIN
+            elif phase is UPGRADED:
                 return self._ws_send(*self.ws.receive(data))
-            if phase is LINGERING or phase is CLOSED:
+            elif phase is LINGERING or phase is CLOSED:
                 return
         events = self.http.feed(data)
         if self.pending or phase is HANDLING or phase is STREAMING:
@@ -229,8 +247,14 @@ class Connection(asyncio.Protocol):
                 self.transport.pause_reading()
 
     def _start_receiving(self) -> None:
-        """Headers complete, body still to come: the processing limit starts now."""
-        self._enter(RECEIVING, self.loop.time() + self.app.processing_limit)
+        """Headers complete, body still to come: the processing limit starts now; for a body
+        that may pass BODY_LIMIT, plus a second per BODY_RATE_MIN bytes received."""
+        deadline = self.loop.time() + self.app.processing_limit
+        self.paced = self.http.paced
+        if self.paced:
+            self.paced_from = deadline
+            deadline += self.http.received / BODY_RATE_MIN
+        self._enter(RECEIVING, deadline)
         self.head_at = perf_counter()
 
     def pause_writing(self) -> None:
@@ -314,8 +338,9 @@ class Connection(asyncio.Protocol):
         self.finish(req, refusal.status, JSON, refusal.body())
 
     def start_handler(self, req: Request, route: CompiledRoute, run) -> None:
-        """A handler's coroutine that may await: run its first step now, deadline set."""
-        if self.phase is RECEIVING:
+        """A handler's coroutine that may await: run its first step now, deadline set (from
+        the headers, unless its body was paced: then from now, the body being whole)."""
+        if self.phase is RECEIVING and not self.paced:
             deadline = self.deadline
         else:
             deadline = self.loop.time() + self.app.processing_limit
@@ -446,7 +471,10 @@ class Connection(asyncio.Protocol):
         return self.extra + responses.id_field(rid)
 
     def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
-        """Write (the rest of) a response, log it, and wait for the next request or linger."""
+        """Write (the rest of) a response, log it, and wait for the next request or linger.
+        Every answered request passes here: the files of its body are closed."""
+        if req.form is not None:
+            req.form.close()
         self._write(data)
         log = self.app.log
         if log.on:
@@ -465,6 +493,9 @@ class Connection(asyncio.Protocol):
             extra += responses.id_field(rid)
         self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
         log = self.app.log
+        if reject.detail:  # an upload that could not be stored: the OS's words, for the log
+            standalone(log, "warn", f"{reject.method} {reject.target.decode('latin-1')}: "
+                                    f"{reject.detail}")
         if log.on:
             log.access(reject.method, reject.target, reject.status,
                        perf_counter() if started is None else started, None, rid, self)
@@ -495,6 +526,7 @@ class Connection(asyncio.Protocol):
         if self.app.shutting_down:
             self._refuse_queued()
         self._flush()
+        self._let_go()
         self.pending.clear()
         transport = self.transport
         if not transport.can_write_eof():
@@ -504,6 +536,17 @@ class Connection(asyncio.Protocol):
         if self.paused or self.write_paused:  # drain what the peer still sends
             self.paused = self.write_paused = False
             transport.resume_reading()
+
+    def _let_go(self) -> None:
+        """Nothing more will be read or answered but what is under way: close the files of
+        the body still arriving, of the requests waiting their turn, and of the one a handler
+        was running for (the peer gone). (An answered request's were closed by `send`.)"""
+        self.http.drop_body()
+        for event in self.pending:
+            if event.__class__ is Request and event.form is not None:
+                event.form.close()
+        if self.current is not None and self.current[0].form is not None:
+            self.current[0].form.close()
 
     def _linger_seconds(self) -> float:
         return SHUTDOWN_LINGER_SECONDS if self.app.shutting_down else LINGER_SECONDS
