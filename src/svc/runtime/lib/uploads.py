@@ -136,10 +136,10 @@ async def upload_move(u: Upload, path: str) -> None | SvcError:
         return fd
     link = fd is not None and not u.linked
     outcome = await _on_thread(_move, fd, u.size, path, link)
-    if outcome is True:
-        u.linked = True
-        return None
-    return outcome
+    if isinstance(outcome, SvcError):
+        return outcome
+    u.linked = u.linked or outcome
+    return None
 
 
 def _duplicate(u: Upload) -> int | None | SvcError:
