@@ -7,33 +7,17 @@ an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes 
 (responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
 `send`, `start_handler`, `stream`, `upgrade`); the others return events, matches and bytes.
 
-A connection is always in one `Phase`, and its single `deadline` attribute means what the
-phase says (checked by the one `Sweeper` timer, deadlines.py):
-
-    WAITING    until the next request's headers are complete    → close silently
-    RECEIVING  headers complete, body still arriving            → 504 and close
-               (a body that may pass 1 MiB: paced by its bytes, BODY_RATE_MIN)
-    HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
-    STREAMING  /stream is writing (no deadline)
-    UPGRADED   a WebSocket session (no deadline)
-    LINGERING  our side is done; drain the peer, then close      → close
-    CLOSED     the transport is closed or closing
-
-`_enter(phase, deadline)` is the only place a connection changes phase; `TRANSITIONS` lists
-the moves it may make (tests/runtime/http/test_connection.py checks every move it observes).
-Handlers start eagerly: most finish without suspending and are answered on the spot, with no
+A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
+in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
+allows); `_enter(phase, deadline)` is the only place a connection changes phase. Handlers start eagerly: most finish without suspending and are answered on the spot, with no
 Task; one that really awaits is driven on by an `eager.Resumer` (no Task either).
-
-A request whose body went to temporary files (uploads.py, `Request.form`) has them closed
-when it ends: answered, whatever the status (`send`), or dropped unanswered with its
-connection (`_let_go`: the connection lingers after a closing answer, or is gone). A body
-still arriving is the protocol's to close (`HttpConnection.drop_body`), through `_let_go` too.
+A request's uploaded files (uploads.py) are closed when it is answered (`send`) or dropped
+with its connection (`_let_go`: lingering, or gone), a body still arriving's too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import traceback
 from collections import deque
 from time import perf_counter
@@ -44,6 +28,9 @@ from svc.process import fault_message
 from svc.runtime.http import builtin_routes, custom_response, eager, responses
 from svc.runtime.http.context import request_deadline_var as _deadline_var
 from svc.runtime.http.deadlines import Sweeper
+from svc.runtime.http.phases import (  # noqa: F401 - Phase and TRANSITIONS: this module's API
+    CLOSED, HANDLING, LINGERING, RECEIVING, STREAMING, TRANSITIONS, UPGRADED, WAITING, Phase,
+)
 from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.http.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.http.routing import BindError, CompiledRoute, Refusal, Router
@@ -69,33 +56,9 @@ PIPELINE_PAUSE = 16
 SHUTTING_DOWN = error_body("shutting down")
 
 
-class Phase(enum.Enum):
-    WAITING = "waiting"
-    RECEIVING = "receiving"
-    HANDLING = "handling"
-    STREAMING = "streaming"
-    UPGRADED = "upgraded"
-    LINGERING = "lingering"
-    CLOSED = "closed"
-
-
-# Module names for the members and result kinds, compared with `is` on the hot path.
-WAITING, RECEIVING, HANDLING = Phase.WAITING, Phase.RECEIVING, Phase.HANDLING
-STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.LINGERING, Phase.CLOSED
+# The result kinds, compared with `is` on the hot path (the phases' names: phases.py).
 _JSON = ResultKind.JSON
 _JSON_OPTIONAL = ResultKind.JSON_OPTIONAL
-
-#: phase → the phases it may move to. A response either waits for the next request or
-#: lingers; only WAITING starts anything; every phase can end in CLOSED (the peer leaves).
-TRANSITIONS: dict[Phase, frozenset[Phase]] = {
-    WAITING: frozenset({WAITING, RECEIVING, HANDLING, STREAMING, UPGRADED, LINGERING, CLOSED}),
-    RECEIVING: frozenset({WAITING, HANDLING, STREAMING, LINGERING, CLOSED}),
-    HANDLING: frozenset({WAITING, LINGERING, CLOSED}),
-    STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
-    UPGRADED: frozenset({LINGERING, CLOSED}),
-    LINGERING: frozenset({LINGERING, CLOSED}),
-    CLOSED: frozenset(),
-}
 
 
 class App:
@@ -142,17 +105,13 @@ class Connection(asyncio.Protocol):
         self.loop = app.loop
         self.transport: Any = None  # set by connection_made, before any other call
         self.http = HttpConnection()
-        if app.router.body_hook is not None:  # some route sets its body limit or takes files
-            self.http.body_hook = app.router.body_hook
+        self.http.body_hook = app.router.body_hook  # routes' own body limits and uploads
         self.pending: deque = deque()  # events waiting for the request in progress
         self.phase = WAITING
         self.deadline = 0.0
         self.head_at = 0.0  # perf_counter() when the current body's headers completed
-        #: The body being received may pass BODY_LIMIT: its deadline is `paced_from` (the
-        #: loop time of its headers plus the processing limit) plus a second per
-        #: BODY_RATE_MIN bytes received, and its handler gets its own processing limit.
-        self.paced = False
-        self.paced_from = 0.0
+        self.paced = False  # the body may pass 1 MiB: a second more per BODY_RATE_MIN bytes
+        self.paced_from = 0.0  # ... from this deadline (its headers' time + processing limit)
         self.started = 0.0  # the request in progress's `started`, read here for the log
         self.closing = False  # no keep-alive after the current answer
         self.paused = False  # reading paused: too many queued requests
@@ -247,8 +206,7 @@ class Connection(asyncio.Protocol):
                 self.transport.pause_reading()
 
     def _start_receiving(self) -> None:
-        """Headers complete, body still to come: the processing limit starts now; for a body
-        that may pass BODY_LIMIT, plus a second per BODY_RATE_MIN bytes received."""
+        """Headers complete, body still to come: the processing limit starts now (paced)."""
         deadline = self.loop.time() + self.app.processing_limit
         self.paced = self.http.paced
         if self.paced:
@@ -339,7 +297,7 @@ class Connection(asyncio.Protocol):
 
     def start_handler(self, req: Request, route: CompiledRoute, run) -> None:
         """A handler's coroutine that may await: run its first step now, deadline set (from
-        the headers, unless its body was paced: then from now, the body being whole)."""
+        the headers, or now after a paced body)."""
         if self.phase is RECEIVING and not self.paced:
             deadline = self.deadline
         else:
@@ -471,10 +429,9 @@ class Connection(asyncio.Protocol):
         return self.extra + responses.id_field(rid)
 
     def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
-        """Write (the rest of) a response, log it, and wait for the next request or linger.
-        Every answered request passes here: the files of its body are closed."""
-        if req.form is not None:
-            req.form.close()
+        """Write (the rest of) a response, log it, and wait for the next request or linger."""
+        if req.form is not None:  # its uploaded files
+            req.release()
         self._write(data)
         log = self.app.log
         if log.on:
@@ -493,9 +450,9 @@ class Connection(asyncio.Protocol):
             extra += responses.id_field(rid)
         self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
         log = self.app.log
-        if reject.detail:  # an upload that could not be stored: the OS's words, for the log
-            standalone(log, "warn", f"{reject.method} {reject.target.decode('latin-1')}: "
-                                    f"{reject.detail}")
+        if reject.detail:  # an upload that could not be stored: the OS's words
+            target = reject.target.decode("latin-1")
+            standalone(log, "warn", f"{reject.method} {target}: {reject.detail}")
         if log.on:
             log.access(reject.method, reject.target, reject.status,
                        perf_counter() if started is None else started, None, rid, self)
@@ -538,15 +495,14 @@ class Connection(asyncio.Protocol):
             transport.resume_reading()
 
     def _let_go(self) -> None:
-        """Nothing more will be read or answered but what is under way: close the files of
-        the body still arriving, of the requests waiting their turn, and of the one a handler
-        was running for (the peer gone). (An answered request's were closed by `send`.)"""
+        """Nothing more is read or answered: close the files of the body arriving, of queued
+        requests and of the one a handler runs for (the peer gone)."""
         self.http.drop_body()
         for event in self.pending:
-            if event.__class__ is Request and event.form is not None:
-                event.form.close()
-        if self.current is not None and self.current[0].form is not None:
-            self.current[0].form.close()
+            if event.__class__ is Request:
+                event.release()
+        if self.current is not None:
+            self.current[0].release()
 
     def _linger_seconds(self) -> float:
         return SHUTDOWN_LINGER_SECONDS if self.app.shutting_down else LINGER_SECONDS

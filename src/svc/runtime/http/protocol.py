@@ -99,6 +99,13 @@ class Request:
         self.rid = ""
         self.form: Any = None
 
+    def release(self) -> None:
+        """Close the files of `form`, if any (the request has ended)."""
+        form = self.form
+        if form is not None:
+            self.form = None
+            form.close()
+
     def header(self, name: bytes) -> bytes | None:
         """The first value of a header, by lower-case name (`headers` keeps names as sent)."""
         for key, value in self.headers:
@@ -254,7 +261,8 @@ class HttpConnection:
         return self._parser.get_method().decode("latin-1"), self._url or b"-"
 
     def _naming_the_request(self, reject: Reject) -> Reject:
-        return Reject(reject.status, reject.reason, *self.target())
+        method, target = self.target()
+        return Reject(reject.status, reject.reason, method, target, reject.detail)
 
     def take_upgrade_data(self) -> bytes:
         """Bytes received after the upgrade request, for the upgraded protocol."""
