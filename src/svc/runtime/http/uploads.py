@@ -102,11 +102,11 @@ class UploadSpec:
         """The form of a body the protocol did not stream: a request without one (which
         never asks for a receiver). Raises BindError as a streamed body would be refused."""
         receiver = self.receive(content_type)
-        if receiver.__class__ is Reject:
+        if isinstance(receiver, Reject):
             raise BindError(receiver.status, receiver.reason)
         problem = receiver.write(body) if body else None
         outcome = receiver.finish() if problem is None else problem
-        if outcome.__class__ is Reject:
+        if isinstance(outcome, Reject):
             receiver.close()
             raise BindError(outcome.status, outcome.reason)
         return outcome
