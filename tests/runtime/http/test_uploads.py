@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import socket
 import struct
 import threading
@@ -268,6 +269,24 @@ def test_read_and_move_through_the_server(uploads, tmp_path):
     assert target.read_bytes() == data
     assert uploads.settles_at(0) and os.listdir(uploads.tmp) == []
     assert "an upload over 64 MiB cannot be read into memory" in uploads.proc.log()
+
+
+def test_a_stopped_server_leaves_nothing_behind(tmp_path):
+    for how in (signal.SIGTERM, signal.SIGKILL):
+        (tmp_path / how.name).mkdir()
+        server = UploadServer(tmp_path / how.name)
+        client = Client(server.port)
+        try:
+            client.send(head("/one", 5 * MIB, None) + b"k" * MIB)
+            assert server.settles_at(1)
+            started = time.monotonic()
+            status = server.proc.stop(how)
+            if how is signal.SIGTERM:  # after the grace the body still arriving is cut
+                assert status == 0 and time.monotonic() - started < 5
+            assert os.listdir(server.tmp) == []
+        finally:
+            client.close()
+            server.proc.stop()
 
 
 # --- the disk filling up --------------------------------------------------------------------------
