@@ -127,6 +127,14 @@ def test_raw_bodies_and_the_415_of_two_uploads(uploads):
     refused = uploads.post("/files?title=t", b"abc", "image/png")
     assert (refused.status, refused.json()) == (
         415, {"error": "unsupported media type: expected multipart/form-data"})
+    with Client(uploads.port) as client:  # asked first: 100, then the body
+        client.send(head("/one", 5, "text/plain", extra="Expect: 100-continue\r\n"))
+        assert client.response().status == 100
+        client.send(b"hello")
+        assert client.response().json()["size"] == 5
+    with Client(uploads.port) as client:  # refused before its body is sent
+        client.send(head("/files?title=t", 5, "text/plain", extra="Expect: 100-continue\r\n"))
+        assert client.response().status == 415
     assert uploads.settles_at(0)
 
 
