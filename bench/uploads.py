@@ -9,6 +9,8 @@ from memory in 1 MiB writes; a case's time runs from the first byte sent to the 
     raw            POST the bytes as the body: the route's one upload
     multipart      the same bytes as one file part of multipart/form-data
     raw + move     the raw upload, then `upload_move` to a file in the same folder
+    in memory      the same bytes to a `bytes` parameter (held in memory, no file): what the
+                   socket and the parser cost without the writes
     copy           shutil.copyfile of a file of N MB, in that folder (the yardstick)
 
 Each case runs `--runs` times (3); the table shows the best and the median. Everything stops
@@ -51,6 +53,9 @@ def serve() -> None:
     async def size(file):
         return u.upload_size(file)
 
+    async def length(body):
+        return len(body)
+
     async def moved(file, to):
         outcome = await u.upload_move(file, to)
         return outcome if outcome is not None else u.upload_size(file)
@@ -58,6 +63,8 @@ def serve() -> None:
     upload = Param("file", S.UPLOAD, "Upload")
     routes = [Route("POST", "/upload", size, (upload,), R.JSON, body_limit=BODY_LIMIT_MAX),
               Route("POST", "/move", moved, (upload, Param("to", S.QUERY, "str")), R.JSON,
+                    body_limit=BODY_LIMIT_MAX),
+              Route("POST", "/memory", length, (Param("body", S.RAW, "bytes"),), R.JSON,
                     body_limit=BODY_LIMIT_MAX)]
     try:
         import uvloop
@@ -110,7 +117,8 @@ def main() -> None:
     preamble = (b"--" + BOUNDARY + b"\r\nContent-Disposition: form-data; name=\"file\"; "
                 b"filename=\"bench.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n")
     epilogue = b"\r\n--" + BOUNDARY + b"--\r\n"
-    times: dict[str, list[float]] = {"raw": [], "multipart": [], "raw + move": [], "copy": []}
+    times: dict[str, list[float]] = {"raw": [], "multipart": [], "raw + move": [],
+                                     "in memory": [], "copy": []}
     with tempfile.TemporaryDirectory(prefix="svc-bench-uploads-") as folder:
         env = dict(os.environ, TMPDIR=folder, SVC_LOG="quiet",
                    PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"),
@@ -140,6 +148,9 @@ def main() -> None:
                 check(answer, size)
                 times["raw + move"].append(seconds)
                 os.unlink(target)
+                seconds, answer = post(port, "/memory", b"application/octet-stream", [data])
+                check(answer, size)
+                times["in memory"].append(seconds)
                 started = time.perf_counter()
                 shutil.copyfile(source, os.path.join(folder, "copy.bin"))
                 times["copy"].append(time.perf_counter() - started)
