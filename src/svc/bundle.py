@@ -1,7 +1,7 @@
 """`svcc build`: one self-contained executable per program, made with PyInstaller `--onefile`.
 
 The executable holds CPython, the svc runtime and its native dependencies (uvloop, httptools,
-msgspec, websockets, SQLite), the whole standard library and the project's installed Python
+msgspec, websockets, python-multipart, SQLite), the whole standard library and the project's installed Python
 packages (`.svc/python`, svc.dependencies) as plain files under `svc-python/`; the compiled
 program, marshalled, is attached after PyInstaller's archive (svc.launcher). Its entry point is
 `svc.launcher`, which is the same for every program. The command around this (arguments,
@@ -40,8 +40,8 @@ from svc.process import silence_stdout
 STAGES = 4
 APP_NAME = "svc-app"
 # Packages the runtime and generated code import, some of them lazily: collected whole.
-RUNTIME_PACKAGES = ("svc", "uvloop", "httptools", "msgspec", "websockets", "asyncpg", "re2",
-                    "croniter", "dateutil", "prometheus_client")
+RUNTIME_PACKAGES = ("svc", "uvloop", "httptools", "msgspec", "websockets", "python_multipart",
+                    "asyncpg", "re2", "croniter", "dateutil", "prometheus_client")
 RUNTIME_MODULES = ("sqlite3",)
 #: Standard library modules no bundled package needs: tests, GUIs, and the tools for making
 #: environments and packages (with their submodules).

@@ -31,6 +31,15 @@ def main():
         f.write("{tag}\\n")
     if os.environ.get("STANDIN_FAIL"):
         return SvcError("invalid", "asked to fail")
+    if os.environ.get("STANDIN_UPLOAD"):  # the runtime's lazily imported multipart parser
+        from svc.rules.contract import Param, ParamSource
+        from svc.runtime.http.uploads import UploadSpec
+
+        spec = UploadSpec((Param("f", ParamSource.UPLOAD, "Upload"),))
+        form = spec.form_of(b"multipart/form-data; boundary=b", b"--b\\r\\nContent-Disposition: "
+                            b"form-data; name=f; filename=x.txt\\r\\n\\r\\nhello\\r\\n--b--\\r\\n")
+        print("upload", form.files["f"].name, form.files["f"].size)
+        form.close()
     return None
 '''
 
@@ -70,6 +79,12 @@ def test_runs_with_nothing_but_itself(standin, tmp_path):
     assert result.stdout.decode("utf-8") == "stand-in A: h\u00e9llo\n"
     assert (folder / "standin.txt").read_text() == "A\n"
     assert sorted(p.name for p in folder.iterdir()) == ["standin", "standin.txt"]
+
+
+def test_it_receives_uploads_with_the_bundled_multipart_parser(standin, tmp_path):
+    result, _ = run_alone(standin, tmp_path, STANDIN_UPLOAD="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode("utf-8").splitlines()[-1] == "upload x.txt 5"
 
 
 def test_an_error_from_main_is_exit_status_1(standin, tmp_path):

@@ -47,13 +47,14 @@ class ServerProcess:
 
 
 def start_server(tmp_path: Path, env: dict[str, str] | None = None, port: int = 0,
-                 expect_listening: bool = True) -> ServerProcess:
+                 expect_listening: bool = True, app: Path = DEMO_APP) -> ServerProcess:
+    """`app` (tests/helpers/demo_app.py unless given) served in a process of its own."""
     log_path = tmp_path / f"server-{time.monotonic_ns()}.log"
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, str(DEMO_APP), str(port)], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, str(app), str(port)], stdout=subprocess.PIPE,
                                 stderr=log, env=full_env, text=True)
     server = ServerProcess(proc, 0, log_path)
     if not expect_listening:

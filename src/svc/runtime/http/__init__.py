@@ -4,9 +4,11 @@ answers, deadlines, workers, the built-in routes, and `test_request`'s in-memory
     server.py          `serve`: listening, the services around it, graceful shutdown
     workers.py         `SVC_WORKERS=N`: `serve` in N worker processes on the one port
     connection.py      one client connection: bytes in, requests answered in order, deadlines
+    phases.py          a connection's phases, what its deadline means in each, the moves allowed
     protocol.py        the HTTP/1.1 state machine: bytes in, events out, no sockets
     routing.py         the route table: a request's method and path to its route
     binding.py         a request's captures, query, body and database into a handler's arguments
+    uploads.py         an upload route's body received into temporary files (multipart or raw)
     answers.py         how each route is answered, one strategy object chosen at start-up
     eager.py           a handler's first step run at once, resumed without a Task if it suspends
     retries.py         a handler run again after its transaction clashed with another one

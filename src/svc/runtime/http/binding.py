@@ -8,6 +8,10 @@ converter (measured: ~7k instructions of the ~56k a GET /query costs). What bind
 is a `BindError` naming the parameter (400, or 415 for a body that is not JSON); a body whose
 fields break their class's rules is a 422 naming every such field (only a route whose body
 type has rules gets that check: svc.rules.field_checks).
+
+A route with `Upload` parameters has its body received into files first (uploads.py): its
+binder's `body` is the `ReceivedForm`, whose files fill the Upload parameters and whose form
+fields are read like the query string's parameters, after it (a name in both: the query's).
 """
 
 from __future__ import annotations
@@ -205,6 +209,7 @@ def make_binder(params: tuple[Param, ...], capture_index: dict[str, int],
                 decoders: dict[str, msgspec.json.Decoder]) -> Callable[..., list[Any]]:
     """`binder(captures, query, body, content_type, db)` → the handler's arguments in `params`
     order (a `Headers` parameter's place holds None: the connection fills it), or BindError.
+    For a route with `Upload` parameters, `body` is the request's `uploads.ReceivedForm`.
 
     The function is written out as Python source and compiled once, the way `dataclasses`
     writes `__init__`: what varies (names, reasons, converters) is a constant in its body.
@@ -214,7 +219,10 @@ def make_binder(params: tuple[Param, ...], capture_index: dict[str, int],
                              "_PERCENT": _PERCENT}
     lines = [f"def binder({BINDER_ARGS}):"]
     if any(p.source is ParamSource.QUERY for p in params):
-        lines.append("    values = parse_query(query)")
+        if any(p.source is ParamSource.UPLOAD for p in params):  # the query's value wins
+            lines.append("    values = {**body.fields, **parse_query(query)}")
+        else:
+            lines.append("    values = parse_query(query)")
     for i, param in enumerate(params):
         lines += _bind_one(i, param, capture_index, decoders, names)
     lines.append(f"    return [{', '.join(f'a{i}' for i in range(len(params)))}]")
@@ -276,6 +284,12 @@ def _bind_one(i: int, param: Param, capture_index: dict[str, int],
         return [f"    a{i} = db"]
     if source is ParamSource.HEADERS:
         return [f"    a{i} = None"]  # set by the connection, which has the request
+    if source is ParamSource.UPLOAD:
+        lines = [f"    a{i} = body.files.get({param.name!r})"]
+        if not param.optional:
+            lines += [f"    if a{i} is None:",
+                      f"        raise BindError(400, {f'missing file {param.name!r}'!r})"]
+        return lines
     raise ValueError(f"unknown parameter source {source!r}")
 
 

@@ -7,41 +7,35 @@ an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes 
 (responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
 `send`, `start_handler`, `stream`, `upgrade`); the others return events, matches and bytes.
 
-A connection is always in one `Phase`, and its single `deadline` attribute means what the
-phase says (checked by the one `Sweeper` timer, deadlines.py):
-
-    WAITING    until the next request's headers are complete    → close silently
-    RECEIVING  headers complete, body still arriving            → 504 and close
-    HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
-    STREAMING  /stream is writing (no deadline)
-    UPGRADED   a WebSocket session (no deadline)
-    LINGERING  our side is done; drain the peer, then close      → close
-    CLOSED     the transport is closed or closing
-
-`_enter(phase, deadline)` is the only place a connection changes phase; `TRANSITIONS` lists
-the moves it may make (tests/runtime/http/test_connection.py checks every move it observes).
-Handlers start eagerly: most finish without suspending and are answered on the spot, with no
+A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
+in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
+allows); `_enter(phase, deadline)` is the only place a connection changes phase. Handlers start eagerly: most finish without suspending and are answered on the spot, with no
 Task; one that really awaits is driven on by an `eager.Resumer` (no Task either).
+A request's uploaded files (uploads.py) are closed when it is answered (`send`) or dropped
+with its connection (`_let_go`: lingering, or gone), a body still arriving's too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import traceback
 from collections import deque
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from svc.rules.contract import PROCESSING_LIMIT, ResultKind
+from svc.rules.contract import BODY_RATE_MIN, PROCESSING_LIMIT, ResultKind
 from svc.process import fault_message
 from svc.runtime.http import builtin_routes, custom_response, eager, responses
 from svc.runtime.http.context import request_deadline_var as _deadline_var
 from svc.runtime.http.deadlines import Sweeper
+from svc.runtime.http.phases import (  # noqa: F401 - Phase and TRANSITIONS: this module's API
+    CLOSED, HANDLING, LINGERING, RECEIVING, STREAMING, TRANSITIONS, UPGRADED, WAITING, Phase,
+)
 from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
 from svc.runtime.http.responses import JSON, TEXT, encode_result, error_body, render
 from svc.runtime.http.routing import BindError, CompiledRoute, Refusal, Router
 from svc.runtime.observability.accesslog import ServerLog, new_request_id
+from svc.runtime.observability.serverlog import standalone
 from svc.runtime.http.answers import answer_error
 from svc.runtime.lib.support import SvcError
 from svc.runtime.http.watchdog import SvcTimeout
@@ -62,33 +56,9 @@ PIPELINE_PAUSE = 16
 SHUTTING_DOWN = error_body("shutting down")
 
 
-class Phase(enum.Enum):
-    WAITING = "waiting"
-    RECEIVING = "receiving"
-    HANDLING = "handling"
-    STREAMING = "streaming"
-    UPGRADED = "upgraded"
-    LINGERING = "lingering"
-    CLOSED = "closed"
-
-
-# Module names for the members and result kinds, compared with `is` on the hot path.
-WAITING, RECEIVING, HANDLING = Phase.WAITING, Phase.RECEIVING, Phase.HANDLING
-STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.LINGERING, Phase.CLOSED
+# The result kinds, compared with `is` on the hot path (the phases' names: phases.py).
 _JSON = ResultKind.JSON
 _JSON_OPTIONAL = ResultKind.JSON_OPTIONAL
-
-#: phase → the phases it may move to. A response either waits for the next request or
-#: lingers; only WAITING starts anything; every phase can end in CLOSED (the peer leaves).
-TRANSITIONS: dict[Phase, frozenset[Phase]] = {
-    WAITING: frozenset({WAITING, RECEIVING, HANDLING, STREAMING, UPGRADED, LINGERING, CLOSED}),
-    RECEIVING: frozenset({WAITING, HANDLING, STREAMING, LINGERING, CLOSED}),
-    HANDLING: frozenset({WAITING, LINGERING, CLOSED}),
-    STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
-    UPGRADED: frozenset({LINGERING, CLOSED}),
-    LINGERING: frozenset({LINGERING, CLOSED}),
-    CLOSED: frozenset(),
-}
 
 
 class App:
@@ -135,10 +105,13 @@ class Connection(asyncio.Protocol):
         self.loop = app.loop
         self.transport: Any = None  # set by connection_made, before any other call
         self.http = HttpConnection()
+        self.http.body_hook = app.router.body_hook  # routes' own body limits and uploads
         self.pending: deque = deque()  # events waiting for the request in progress
         self.phase = WAITING
         self.deadline = 0.0
         self.head_at = 0.0  # perf_counter() when the current body's headers completed
+        self.paced = False  # the body may pass 1 MiB: a second more per BODY_RATE_MIN bytes
+        self.paced_from = 0.0  # ... from this deadline (its headers' time + processing limit)
         self.started = 0.0  # the request in progress's `started`, read here for the log
         self.closing = False  # no keep-alive after the current answer
         self.paused = False  # reading paused: too many queued requests
@@ -187,6 +160,7 @@ class Connection(asyncio.Protocol):
             self._enter(CLOSED, 0.0)
         self.closing = True
         self.app.forget(self)
+        self._let_go()
         task = self.task
         if task is not None:
             self.task = None
@@ -197,10 +171,13 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         phase = self.phase
-        if phase is not WAITING and phase is not RECEIVING:
-            if phase is UPGRADED:
+        if phase is not WAITING:
+            if phase is RECEIVING:
+                if self.paced:  # the bytes arriving now buy their time
+                    self.deadline = self.paced_from + (self.http.received + len(data)) / BODY_RATE_MIN
+            elif phase is UPGRADED:
                 return self._ws_send(*self.ws.receive(data))
-            if phase is LINGERING or phase is CLOSED:
+            elif phase is LINGERING or phase is CLOSED:
                 return
         events = self.http.feed(data)
         if self.pending or phase is HANDLING or phase is STREAMING:
@@ -229,8 +206,13 @@ class Connection(asyncio.Protocol):
                 self.transport.pause_reading()
 
     def _start_receiving(self) -> None:
-        """Headers complete, body still to come: the processing limit starts now."""
-        self._enter(RECEIVING, self.loop.time() + self.app.processing_limit)
+        """Headers complete, body still to come: the processing limit starts now (paced)."""
+        deadline = self.loop.time() + self.app.processing_limit
+        self.paced = self.http.paced
+        if self.paced:
+            self.paced_from = deadline
+            deadline += self.http.received / BODY_RATE_MIN
+        self._enter(RECEIVING, deadline)
         self.head_at = perf_counter()
 
     def pause_writing(self) -> None:
@@ -314,8 +296,9 @@ class Connection(asyncio.Protocol):
         self.finish(req, refusal.status, JSON, refusal.body())
 
     def start_handler(self, req: Request, route: CompiledRoute, run) -> None:
-        """A handler's coroutine that may await: run its first step now, deadline set."""
-        if self.phase is RECEIVING:
+        """A handler's coroutine that may await: run its first step now, deadline set (from
+        the headers, or now after a paced body)."""
+        if self.phase is RECEIVING and not self.paced:
             deadline = self.deadline
         else:
             deadline = self.loop.time() + self.app.processing_limit
@@ -447,6 +430,8 @@ class Connection(asyncio.Protocol):
 
     def send(self, req: Request, status: int, keep: bool, data: bytes) -> None:
         """Write (the rest of) a response, log it, and wait for the next request or linger."""
+        if req.form is not None:  # its uploaded files
+            req.release()
         self._write(data)
         log = self.app.log
         if log.on:
@@ -465,6 +450,9 @@ class Connection(asyncio.Protocol):
             extra += responses.id_field(rid)
         self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
         log = self.app.log
+        if reject.detail:  # an upload that could not be stored: the OS's words
+            target = reject.target.decode("latin-1")
+            standalone(log, "warn", f"{reject.method} {target}: {reject.detail}")
         if log.on:
             log.access(reject.method, reject.target, reject.status,
                        perf_counter() if started is None else started, None, rid, self)
@@ -495,6 +483,7 @@ class Connection(asyncio.Protocol):
         if self.app.shutting_down:
             self._refuse_queued()
         self._flush()
+        self._let_go()
         self.pending.clear()
         transport = self.transport
         if not transport.can_write_eof():
@@ -504,6 +493,16 @@ class Connection(asyncio.Protocol):
         if self.paused or self.write_paused:  # drain what the peer still sends
             self.paused = self.write_paused = False
             transport.resume_reading()
+
+    def _let_go(self) -> None:
+        """Nothing more is read or answered: close the files of the body arriving, of queued
+        requests and of the one a handler runs for (the peer gone)."""
+        self.http.drop_body()
+        for event in self.pending:
+            if event.__class__ is Request:
+                event.release()
+        if self.current is not None:
+            self.current[0].release()
 
     def _linger_seconds(self) -> float:
         return SHUTDOWN_LINGER_SECONDS if self.app.shutting_down else LINGER_SECONDS

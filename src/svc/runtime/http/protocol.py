@@ -15,6 +15,12 @@ request-smuggling shapes (Content-Length with Transfer-Encoding, duplicate Conte
 any transfer coding but `chunked`) and requests whose `Host` is missing (HTTP/1.1), given
 twice or not a host[:port] (RFC 9112 §3.2). After an upgrade request (WebSocket) it stops parsing and
 keeps the raw bytes that follow for the upgraded protocol. Deadlines are the server's job.
+
+A route may set its own body limit, and a route with `Upload` parameters has its body
+streamed into temporary files (uploads.py). The protocol learns a request's route when its
+headers are complete, through `body_hook` (the router's `body_terms`, set by the connection;
+None for a program with neither, when every body is 1 MiB at most and held in memory). The
+hook is asked only about a request that has a body, before its `Continue`.
 """
 
 from __future__ import annotations
@@ -66,14 +72,16 @@ class Request:
     HTTP/1.0 request without keep-alive, or an upgrade request). `started` is set by the
     server: perf_counter() when the request began, for the log. `rid` is its id: the one in
     its first `X-Request-Id` field when that one is valid (svc.runtime.observability.serverlog), else ""
-    until the server makes one (with JSON logs, or when a line is written about it).
+    until the server makes one (with JSON logs, or when a line is written about it). `form`
+    is None, or for a route with `Upload` parameters the `ReceivedForm` its body was received
+    into (then `body` is b""), whose files the server closes when the request ends.
 
     A class of this compiled module: the compiled request path reads its fields as C struct
     members (a msgspec Struct's cost ~160 instructions a read, and a request is read ~10 times
     on its way, more with the access log on; measured with bench/instructions.py)."""
 
     __slots__ = ("method", "path", "query", "target", "headers", "body", "keep_alive",
-                 "content_type", "upgrade", "started", "rid")
+                 "content_type", "upgrade", "started", "rid", "form")
 
     def __init__(self, method: str, path: str, query: bytes, target: bytes, headers: list,
                  body: bytes, keep_alive: bool, content_type: Optional[bytes],
@@ -89,6 +97,14 @@ class Request:
         self.upgrade = upgrade
         self.started = 0.0
         self.rid = ""
+        self.form: Any = None
+
+    def release(self) -> None:
+        """Close the files of `form`, if any (the request has ended)."""
+        form = self.form
+        if form is not None:
+            self.form = None
+            form.close()
 
     def header(self, name: bytes) -> bytes | None:
         """The first value of a header, by lower-case name (`headers` keeps names as sent)."""
@@ -106,15 +122,18 @@ class Reject:
 
     `method` and `target` name the refused request for the access log when its request line
     was read whole (a body over the limit, say), and are "-" when it was not (garbage bytes).
+    `detail` is for the server log only (the OS's words when an upload could not be stored).
     """
 
-    __slots__ = ("status", "reason", "method", "target")
+    __slots__ = ("status", "reason", "method", "target", "detail")
 
-    def __init__(self, status: int, reason: str, method: str = "-", target: bytes = b"-") -> None:
+    def __init__(self, status: int, reason: str, method: str = "-", target: bytes = b"-",
+                 detail: str = "") -> None:
         self.status = status
         self.reason = reason
         self.method = method
         self.target = target
+        self.detail = detail
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Reject) and (self.status, self.reason) == (other.status, other.reason)
@@ -145,17 +164,17 @@ class Continue:
 class _Refuse(Exception):
     """Raised inside a parser callback to stop parsing with a Reject."""
 
-    def __init__(self, status: int, reason: str) -> None:
-        self.reject = Reject(status, reason)
+    def __init__(self, status: int, reason: str, detail: str = "") -> None:
+        self.reject = Reject(status, reason, detail=detail)
 
 
 class HttpConnection:
     """Parses one connection's byte stream. States: open, upgraded, closed."""
 
     __slots__ = ("_parser", "_events", "_url", "_headers", "_fed", "_head_bytes", "_keep_alive",
-                 "_message_ended", "_body", "_body_size", "_special", "_continue_at",
+                 "_message_ended", "_body", "received", "_special", "_continue_at",
                  "_content_type", "_content_length", "_request_id", "_has_host",
-                 "_valid_host",
+                 "_valid_host", "_limit", "_receiver", "body_hook", "paced",
                  "in_body", "upgraded", "closed", "_upgrade_buffer")
 
     def __init__(self) -> None:
@@ -167,8 +186,22 @@ class HttpConnection:
         self._head_bytes = 0  # bytes received before it since the current message began
         self._keep_alive = True
         self._message_ended = False
+        #: The pieces of the body being received; [b""] while they go to `_receiver` instead,
+        #: so that the one test for a body at its end finds that one too.
         self._body: list[bytes] = []
-        self._body_size = 0
+        #: Bytes of the body being received, after de-chunking.
+        self.received = 0
+        #: The most bytes the body being received may have: its route's (BODY_LIMIT unless
+        #: `body_hook` said otherwise for this request).
+        self._limit = BODY_LIMIT
+        #: Where an upload route's body goes (uploads.Receiver), while it arrives.
+        self._receiver: Any = None
+        #: `hook(method, path)` → the route's `routing.BodyTerms`, or None for the defaults;
+        #: asked once per request that has a body. None: every route keeps the defaults.
+        self.body_hook: Any = None
+        #: The body being received may pass BODY_LIMIT: the server paces its deadline by the
+        #: bytes received (BODY_RATE_MIN) instead of cutting it at the processing limit.
+        self.paced = False
         self._special: dict[str, bytes] | None = None
         self._content_type: bytes | None = None
         self._content_length: bytes | None = None
@@ -228,7 +261,8 @@ class HttpConnection:
         return self._parser.get_method().decode("latin-1"), self._url or b"-"
 
     def _naming_the_request(self, reject: Reject) -> Reject:
-        return Reject(reject.status, reject.reason, *self.target())
+        method, target = self.target()
+        return Reject(reject.status, reject.reason, method, target, reject.detail)
 
     def take_upgrade_data(self) -> bytes:
         """Bytes received after the upgrade request, for the upgraded protocol."""
@@ -248,6 +282,15 @@ class HttpConnection:
         self._events.append(reject)
         self.closed = True
         self.in_body = False
+        self.drop_body()
+
+    def drop_body(self) -> None:
+        """The body being received will never be used (refused here, or the server stops
+        reading it: timed out, the client gone): close the files an upload's went to."""
+        receiver = self._receiver
+        if receiver is not None:
+            self._receiver = None
+            receiver.close()
 
     def _start_upgrade(self, data: bytes, exc: httptools.HttpParserUpgrade) -> None:
         self.upgraded = True
@@ -318,8 +361,12 @@ class HttpConnection:
         self.in_body = True
         if special is not None:
             self._check_framing(special)
-        elif self._content_length is not None and int(self._content_length) > BODY_LIMIT:
-            raise _Refuse(413, "request body too large")
+        elif self._content_length is not None:
+            if self.body_hook is None:
+                if int(self._content_length) > BODY_LIMIT:
+                    raise _Refuse(413, "request body too large")
+            elif int(self._content_length) > 0:
+                self._take_route_terms(int(self._content_length))
 
     def _head_size(self) -> int:
         """The head's size as if written canonically (see _HEAD_OVERHEAD)."""
@@ -331,7 +378,10 @@ class HttpConnection:
         if coding is not None and coding.strip().lower() != b"chunked":
             raise _Refuse(400, "unsupported transfer coding")
         length = self._content_length
-        if length is not None and int(length) > BODY_LIMIT:
+        size = -1 if length is None else int(length)  # -1: chunked, or no body
+        if self.body_hook is not None and (coding is not None or size > 0):
+            self._take_route_terms(size)
+        elif size > BODY_LIMIT:
             raise _Refuse(413, "request body too large")
         expect = special.get("expect")
         if expect is not None and expect.strip().lower() == b"100-continue":
@@ -347,11 +397,37 @@ class HttpConnection:
                 self._events.append(Continue(method, path.decode("latin-1"), url,
                                              self._content_type))
 
-    def on_body(self, chunk: bytes) -> None:
-        self._body_size += len(chunk)
-        if self._body_size > BODY_LIMIT:
+    def _take_route_terms(self, size: int) -> None:
+        """The route's terms for the body whose headers just ended (`size` from its
+        Content-Length, -1 when chunked): its limit (413 now when `size` is over it), and for
+        an upload route, the receiver its pieces go to (or its refusal: 400, 415)."""
+        url = self._url
+        raw_method = self._parser.get_method()
+        path = url.partition(b"?")[0] if url[:1] == b"/" else _other_target(url, raw_method)[0]
+        terms = self.body_hook(raw_method.decode("latin-1"), path.decode("latin-1"))
+        limit = BODY_LIMIT if terms is None else terms.limit
+        if size > limit:
             raise _Refuse(413, "request body too large")
-        self._body.append(chunk)
+        self._limit = limit
+        self.paced = limit > BODY_LIMIT
+        if terms is not None and terms.uploads is not None:
+            receiver = terms.uploads.receive(self._content_type)
+            if receiver.__class__ is Reject:
+                raise _Refuse(receiver.status, receiver.reason)
+            self._receiver = receiver
+            self._body = [b""]
+
+    def on_body(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        if self.received > self._limit:
+            raise _Refuse(413, "request body too large")
+        receiver = self._receiver
+        if receiver is None:
+            self._body.append(chunk)
+            return
+        problem = receiver.write(chunk)
+        if problem is not None:
+            raise _Refuse(problem.status, problem.reason, problem.detail)
 
     def on_message_complete(self) -> None:
         events = self._events
@@ -368,10 +444,18 @@ class HttpConnection:
         else:
             path, query = _other_target(url, raw_method)
         body = b""
+        form: Any = None
         if self._body:
-            body = b"".join(self._body)
+            receiver = self._receiver
+            if receiver is None:
+                body = b"".join(self._body)
+            else:
+                form = receiver.finish()
+                if form.__class__ is Reject:
+                    raise _Refuse(form.status, form.reason)
+                self._receiver = None
             self._body = []
-            self._body_size = 0
+            self.received = 0
         content_type = self._content_type
         special = self._special
         if special is None:  # no framing or upgrade header: the common GET and POST
@@ -386,6 +470,8 @@ class HttpConnection:
         if self._request_id is not None:
             request.rid = self._request_id
             self._request_id = None
+        if form is not None:
+            request.form = form
         events.append(request)
         self._url = b""
         self._headers = []

@@ -9,6 +9,10 @@ known path (and `OPTIONS *`) matches a route of the server's own, answered 204 w
 `Allow` line (answers.answer_options). Binding turns
 path segments, query parameters and the request body into typed Python values or a
 `BindError` naming what was wrong (400, or 415 for a non-JSON body).
+
+A route that sets its own body limit, or has `Upload` parameters, has `BodyTerms`, which the
+protocol asks for when a request's headers are complete (`Router.body_hook`): the limit, and
+how an upload route's body is received into files (uploads.py, imported only then).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 import msgspec
 
-from svc.rules.contract import RESPONSE_KINDS, ParamSource, ResultKind, Route, parse_path
+from svc.rules.contract import (
+    BODY_LIMIT, RESPONSE_KINDS, ParamSource, ResultKind, Route, parse_path,
+)
 from svc.runtime.http import responses
 from svc.runtime.http.answers import Answer, AnswerOptions, answer_for
 from svc.runtime.http.binding import (  # noqa: F401 - BindError, parse_query: routing's API
@@ -26,7 +32,34 @@ from svc.runtime.http.binding import (  # noqa: F401 - BindError, parse_query: r
 from svc.runtime.http.headers import Headers
 from svc.runtime.http.protocol import Request
 
-_BODY, _HEADERS = ParamSource.BODY, ParamSource.HEADERS
+_BODY, _HEADERS, _UPLOAD = ParamSource.BODY, ParamSource.HEADERS, ParamSource.UPLOAD
+
+
+class BodyTerms:
+    """What a route asks of its request bodies beyond the defaults, for the protocol to apply
+    from the end of the headers on: `limit`, the most bytes (its `body_limit`), and
+    `uploads`, the route's `uploads.UploadSpec` when it has `Upload` parameters (its body
+    then goes to temporary files), else None."""
+
+    __slots__ = ("limit", "uploads")
+
+    def __init__(self, limit: int, uploads: Any) -> None:
+        self.limit = limit
+        self.uploads = uploads
+
+
+def body_terms_of(route: Route) -> BodyTerms | None:
+    """The route's BodyTerms, or None when it keeps the defaults (1 MiB, held in memory)."""
+    uploading = any(p.source is _UPLOAD for p in route.params)
+    if not uploading:
+        return None if route.body_limit == BODY_LIMIT else BodyTerms(route.body_limit, None)
+    body_params = [p.name for p in route.params if p.source in (_BODY, ParamSource.RAW)]
+    if body_params:
+        raise ValueError(f"route {route.method} {route.path}: an Upload parameter and a body "
+                         f"parameter ({body_params[0]}) cannot share the request body")
+    from svc.runtime.http.uploads import UploadSpec  # only programs that receive files
+
+    return BodyTerms(route.body_limit, UploadSpec(route.params))
 
 
 # --- compiled routes --------------------------------------------------------------------------
@@ -36,7 +69,7 @@ class CompiledRoute:
     its strategy, chosen here once: answers.py)."""
 
     __slots__ = ("route", "handler", "result", "params", "decoders", "bind", "answer",
-                 "floats", "headers_at", "responds")
+                 "floats", "headers_at", "responds", "terms", "uploads")
 
     def __init__(self, route: Route, capture_names: tuple[str, ...]) -> None:
         self.route = route
@@ -55,6 +88,10 @@ class CompiledRoute:
         self.headers_at = tuple(i for i, p in enumerate(route.params) if p.source is _HEADERS)
         #: the handler answers a `Response[T]` (its status and header fields)
         self.responds = route.result in RESPONSE_KINDS
+        #: its body limit and uploads, when not the defaults (BodyTerms, for the protocol)
+        self.terms = body_terms_of(route)
+        #: the UploadSpec of a route with `Upload` parameters, whose binder takes the form
+        self.uploads: Any = None if self.terms is None else self.terms.uploads
         self.answer: Answer = answer_for(route)
 
     def body_refusal(self, content_type: bytes | None) -> Refusal | None:
@@ -65,10 +102,17 @@ class CompiledRoute:
 
     def arguments(self, captures: tuple[bytes, ...], req: Request, db: Any) -> Any:
         """The handler's arguments in `params` order (`Headers` parameters included), or
-        BindError."""
+        BindError. An upload route's binder takes the request's `ReceivedForm` for its body,
+        made here for a request that had no body to stream (and kept with the request, whose
+        end closes it)."""
         if not self.params:
             return ()
-        args = self.bind(captures, req.query, req.body, req.content_type, db)
+        if self.uploads is None:
+            args = self.bind(captures, req.query, req.body, req.content_type, db)
+        else:
+            if req.form is None:
+                req.form = self.uploads.form_of(req.content_type, req.body)
+            args = self.bind(captures, req.query, req.form, req.content_type, db)
         if self.headers_at:
             headers = Headers(req.headers)
             for i in self.headers_at:
@@ -178,6 +222,21 @@ class Router:
         server.routes = {"OPTIONS": options_route("*", server.allow)}
         server.matches = {"OPTIONS": (server.routes["OPTIONS"], ())}
         server.refusal = Refusal(405, "method not allowed", b"Allow: OPTIONS\r\n")
+        #: What the protocol asks about each request that has a body (`body_terms`), or None
+        #: when no route has BodyTerms: then it asks nothing and every limit is the default.
+        self.body_hook: Any = None
+        if any(route.terms is not None for entry in [*self.static.values(), *patterns.values()]
+               for route in entry.own.values()):
+            self.body_hook = self.body_terms
+
+    def body_terms(self, method: str, path: str) -> BodyTerms | None:
+        """The BodyTerms of the route a request goes to (None: the defaults, also for a
+        request no route takes, which is answered 404 or 405 once its body is read)."""
+        found: Any = self.resolve(method, path)
+        if found.__class__ is Refusal:
+            return None
+        route: CompiledRoute = found[0]
+        return route.terms
 
     def resolve(self, method: str, path: str) -> tuple[CompiledRoute, tuple[bytes, ...]] | Refusal:
         """The route for a request and its raw captures (a `Match` pair), or why no route
