@@ -15,7 +15,8 @@ Shared by the guide's test and the reference's test, so both pages follow one co
 - `<!-- serve: METHOD PATH [BODY] -> STATUS [RESPONSE] -->` lines before a sample, or the
   same lines (without the comment marks) in a ```requests block right after it, where readers
   see them: it is served (`svcc run`, SVC_PORT set to a free port) and must answer each request
-  so; a BODY that parses as JSON is sent as application/json, any other as text/plain.
+  so; a BODY that parses as JSON is sent as application/json, any other as text/plain (unless
+  a `-H "Content-Type: ..."` before it says otherwise).
   BODY may start with request header fields written as curl takes them, `-H "Name: value"`
   (`GET /me -H "Authorization: Bearer t" -> 200`).
 
@@ -205,13 +206,14 @@ def serve_and_ask(folder: Path, sample: Sample) -> None:
                 option = _HEADER_OPTION.match(body)
                 headers[option.group(1)] = option.group(2)
                 body = body[option.end():] or None
-            if body is not None:
-                raw = body.encode()
+            if body is not None and "Content-Type" not in headers:
                 try:
                     json.loads(body)
                     headers["Content-Type"] = "application/json"
                 except ValueError:
                     headers["Content-Type"] = "text/plain"
+            if body is not None:
+                raw = body.encode()
             r = server.request(method, path, raw=raw, headers=headers)
             where = f"{method} {path} ({sample.page} line {sample.line})"
             assert r.status == int(status), (where, r.body)

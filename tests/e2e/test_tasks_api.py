@@ -283,9 +283,15 @@ def test_the_page_is_self_contained_html(server):
     assert response.status == 200
     assert response.headers["content-type"] == "text/html; charset=utf-8"
     page = response.body.decode()
-    assert "<script>" in page and "fetch(" in page
-    assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", page, re.IGNORECASE), \
-        "the page must not load anything from another host"
+    assert '<script type="module">' in page and 'import { createClient } from "/client.js";' in page
+    client = server.request("GET", "/client.js")  # the client svcc made, served by the program
+    assert client.status == 200
+    assert client.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert "export function createClient" in client.body.decode() and "fetch" in client.body.decode()
+    code = re.sub(r"/\*.*?\*/|^\s*//.*$", "", client.body.decode(), flags=re.S | re.M)
+    for text in (page, code):  # the client's comments may show an example URL
+        assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", text, re.IGNORECASE), \
+            "the page must not load anything from another host"
     assert "@import" not in page and "@font-face" not in page
 
 

@@ -40,16 +40,27 @@ def test_the_task_manager_document() -> None:
     document = openapi_document(["--project", "examples/tasks"])
     assert document["info"]["title"] == "tasks"
     paths = document["paths"]
-    assert set(paths) == {"/", "/api/tasks", "/api/tasks/{id}", "/api/stats", "/health",
-                          "/ready", "/stream", "/ws", "/api/tasks/search", "/api/tags"}
+    assert set(paths) == {"/", "/client.js", "/api/tasks", "/api/tasks/{id}", "/api/stats",
+                          "/health", "/ready", "/stream", "/ws", "/api/tasks/search", "/api/tags",
+                          "/api/tasks/{id}/attachments", "/api/attachments",
+                          "/api/attachments/{id}"}
     routes = {(m, p) for p, item in paths.items() for m in item if m != "description"}
-    assert routes == {("get", "/"), ("get", "/api/tasks"), ("post", "/api/tasks"),
+    assert routes == {("get", "/"), ("get", "/client.js"), ("get", "/api/tasks"),
+                      ("post", "/api/tasks"),
                       ("get", "/api/tasks/{id}"), ("put", "/api/tasks/{id}"),
                       ("delete", "/api/tasks/{id}"), ("get", "/api/stats"),
                       ("patch", "/api/tasks/{id}"), ("get", "/api/tasks/search"),
-                      ("get", "/api/tags"),
+                      ("get", "/api/tags"), ("post", "/api/tasks/{id}/attachments"),
+                      ("get", "/api/attachments"), ("get", "/api/attachments/{id}"),
+                      ("delete", "/api/attachments/{id}"),
                       ("get", "/health"), ("get", "/ready"), ("get", "/stream"),
                       ("get", "/ws")}
+    attach = paths["/api/tasks/{id}/attachments"]["post"]
+    assert list(attach["requestBody"]["content"]) == ["multipart/form-data", "*/*"]
+    assert attach["requestBody"]["description"] == "At most 10 MiB (10,485,760 bytes)."
+    assert {"404", "413", "507"} <= set(attach["responses"])
+    download = paths["/api/attachments/{id}"]["get"]["responses"]["200"]
+    assert list(download["content"]) == ["*/*"]  # the type the handler sets
     create = paths["/api/tasks"]["post"]
     assert create["operationId"] == "create_task"
     assert create["requestBody"] == {"required": True, "content": {"application/json": {

@@ -276,8 +276,8 @@ def _chosen_response(kind: ResultKind, body: Type, status: int | None) -> dict[s
         return described
     if kind is ResultKind.RESPONSE_HTML:
         return {**described, "content": {"text/html": {"schema": {"type": "string"}}}}
-    if kind is ResultKind.RESPONSE_BYTES:
-        return {**described, "content": {"application/octet-stream": {"schema": FILE_SCHEMA}}}
+    if kind is ResultKind.RESPONSE_BYTES:  # any bytes, of the type the handler sets
+        return {**described, "content": {"*/*": {}}}
     return {**described, "content": {"application/json": {"schema": schema_of(body)}}}
 
 
