@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import conformance  # noqa: E402
 import python_calls  # noqa: E402
+import uploads  # noqa: E402
 from harness import (  # noqa: E402
     contention, endurance, jobs, observability, outbound, report, scaling, wrk,
 )
@@ -162,6 +163,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--python", choices=["on", "off", "only"], default="on",
                         help="one @python call vs the same call from plain Python "
                              "(bench/python_calls.py); 'only' runs just that")
+    parser.add_argument("--uploads", choices=["on", "off", "only"], default="on",
+                        help="upload MB/s against a file copy (bench/uploads.py); 'only' runs "
+                             "just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -191,6 +195,8 @@ def main() -> int:
     if args.python == "only":
         return section_only("python_calls", lambda incidents: python_calls.run(
             mode, log, incidents), out)
+    if args.uploads == "only":
+        return section_only("uploads", lambda incidents: uploads.run(mode, log, incidents), out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
@@ -218,6 +224,7 @@ def main() -> int:
     outbound_results = None if args.outbound == "off" or "svc" not in names else \
         outbound.run(mode, log, incidents, args.seed)
     python_results = None if args.python == "off" else python_calls.run(mode, log, incidents)
+    upload_results = None if args.uploads == "off" else uploads.run(mode, log, incidents)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -229,6 +236,7 @@ def main() -> int:
         "observability": observability_results,
         "outbound": outbound_results,
         "python_calls": python_results,
+        "uploads": upload_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -243,7 +251,7 @@ def main() -> int:
 
 def section_only(key: str, measure, out: Path) -> int:
     """`--jobs only`, `--contention only`, `--observability only`, `--outbound only`,
-    `--python only`: measure that section alone and put it into the
+    `--python only`, `--uploads only`: measure that section alone and put it into the
     report at `out` (the section replaced, the rest as the last full run wrote it in
     bench/.work/results.json)."""
     incidents: list[str] = []
@@ -254,11 +262,12 @@ def section_only(key: str, measure, out: Path) -> int:
         log(f"no bench/.work/results.json to add the {key} section to; printing it instead")
         section = {"jobs": jobs.section, "contention": contention.section,
                    "observability": observability.section, "outbound": outbound.section,
-                   "python_calls": python_calls.section}[key]
+                   "python_calls": python_calls.section, "uploads": uploads.section}[key]
         print("\n".join(section(measured)))
         return 1 if incidents else 0
     prefix = {"jobs": "jobs ", "contention": "contention ", "observability": "logs and metrics ",
-              "outbound": "outbound calls ", "python_calls": "python functions"}[key]
+              "outbound": "outbound calls ", "python_calls": "python functions",
+              "uploads": "uploads"}[key]
     results[key] = measured
     results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents
     saved.write_text(json.dumps(results, indent=1))

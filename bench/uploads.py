@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import socket
@@ -104,15 +105,9 @@ def check(answer: bytes, expected: int) -> None:
         raise SystemExit(f"unexpected answer: {answer[:300]!r}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mb", type=int, default=256, help=f"megabytes per upload (at most {MOST_MB})")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.serve:
-        return serve()
-    size = min(max(args.mb, 1), MOST_MB) * MB
+def measure(mb: int, runs: int) -> dict[str, dict[str, float]]:
+    """MB/s of each case, best and median of `runs`, with `mb` megabytes per upload."""
+    size = min(max(mb, 1), MOST_MB) * MB
     data = os.urandom(size)
     preamble = (b"--" + BOUNDARY + b"\r\nContent-Disposition: form-data; name=\"file\"; "
                 b"filename=\"bench.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n")
@@ -133,7 +128,7 @@ def main() -> None:
             source = os.path.join(folder, "source.bin")
             with open(source, "wb") as f:
                 f.write(data)
-            for _ in range(args.runs):
+            for _ in range(runs):
                 seconds, answer = post(port, "/upload", b"application/octet-stream", [data])
                 check(answer, size)
                 times["raw"].append(seconds)
@@ -162,12 +157,69 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
-    mb = size / MB
-    print(f"{mb:.0f} MB per upload, {args.runs} runs, TMPDIR on the same file system as the copy")
-    print(f"{'case':<12} {'best MB/s':>10} {'median MB/s':>12} {'median s':>9}")
-    for case, runs in times.items():
-        best, median = min(runs), statistics.median(runs)
-        print(f"{case:<12} {mb / best:>10.0f} {mb / median:>12.0f} {median:>9.3f}")
+    megabytes = size / MB
+    return {case: {"best": round(megabytes / min(found), 1),
+                   "median": round(megabytes / statistics.median(found), 1)}
+            for case, found in times.items()}
+
+
+def table(results: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["| case | best MB/s | median MB/s |", "|---|---:|---:|"]
+    lines += [f"| {case} | {r['best']:.0f} | {r['median']:.0f} |" for case, r in results.items()]
+    return lines
+
+
+# --- in `make bench` (bench/run.py, bench/harness/report.py) ---------------------------------------
+
+def run(mode: dict, log, incidents: list) -> dict | None:
+    """The cases with 256 MB uploads (64 MB in a quick run), in processes of their own."""
+    mb = 256 if mode.get("rounds", 1) > 1 else 64
+    command = [sys.executable, str(Path(__file__).resolve()), "--json", "--mb", str(mb)]
+    log("uploads")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
+        results = json.loads(done.stdout)
+    except (subprocess.SubprocessError, OSError, ValueError) as failure:
+        incidents.append(f"uploads: {failure}")
+        log(f"  INCIDENT: {failure}")
+        return None
+    for case, r in results["cases"].items():
+        log(f"  {case:12} {r['best']:8.0f} MB/s best {r['median']:8.0f} MB/s median")
+    return results
+
+
+def section(results: dict | None) -> list[str]:
+    """The report's "Uploads" section."""
+    if not results:
+        return []
+    return ["## Uploads", "",
+            f"{results['mb']} MB uploaded over 127.0.0.1 to a real server (its own process, "
+            "TMPDIR in a fresh folder) by a Python client writing 1 MiB at a time, against "
+            "`shutil.copyfile` of the same bytes in the same folder; best and median of "
+            f"{results['runs']} runs (bench/uploads.py). `raw` is the body as the route's one "
+            "`Upload`, `multipart` the same bytes as a form's file part, `raw + move` adds "
+            "`upload_move` to a file beside it, `in memory` the same bytes to a `bytes` "
+            "parameter (no file at all).", "",
+            *table(results["cases"]), ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=int, default=256, help=f"megabytes per upload (at most {MOST_MB})")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        return serve()
+    results = measure(args.mb, args.runs)
+    if args.json:
+        print(json.dumps({"mb": min(max(args.mb, 1), MOST_MB), "runs": args.runs,
+                          "cases": results}))
+        return None
+    print(f"{args.mb} MB per upload, {args.runs} runs, TMPDIR on the same file system as the copy")
+    print("\n".join(table(results)))
+    return None
 
 
 if __name__ == "__main__":
