@@ -41,12 +41,17 @@ PURE_LOG := .pure-python-tests.log
 # of either fails the target as a test's would.
 # The compiled runtime builds while pip installs what testing adds: the build keeps a core
 # busy, pip mostly waits on the network (a clean `make test` starts half a minute sooner).
+# Then every module is compiled to bytecode once: the suite starts `svcc` about a thousand
+# times, and where PYTHONDONTWRITEBYTECODE is set (CI images set it) each start would compile
+# svc's sources again (measured: `svcc check` of a small file, 0.32 s of CPU, 0.19 s with the
+# bytecode there).
 # The build imports svc from src/ itself, so pip reinstalling the editable svc meanwhile
 # cannot disturb it; mypyc came with $(NATIVE_STAMP), before both.
 test: $(NATIVE_STAMP) browser postgres node
 	@PYTHONPATH=src $(BIN)/python -m svc.native.build & native=$$!; \
 	$(MAKE) --no-print-directory $(TEST_STAMP); installed=$$?; \
 	wait $$native || exit 1; exit $$installed
+	@$(BIN)/python -m compileall -q -j 0 src tests > /dev/null
 	@$(BIN)/mypy & typecheck=$$!; \
 	SVC_NATIVE=0 $(BIN)/python -m pytest $(PURE_XDIST) -q \
 		-m 'compiled_path and not build and not ui' tests/runtime $(PYTEST_ARGS) \

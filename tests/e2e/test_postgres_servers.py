@@ -53,7 +53,9 @@ def test_two_processes_share_one_database(postgres_cluster):
 
         with concurrent.futures.ThreadPoolExecutor(24) as pool:
             statuses = list(pool.map(transfer, enumerate(moves)))
-        assert set(statuses) <= {204, 400}, sorted(set(statuses))
+        # 503 is "retry it": a lock not released within the request's time, which a loaded
+        # machine can cause; what matters is that no money is made or lost (below)
+        assert set(statuses) <= {204, 400, 503}, sorted(set(statuses))
         assert statuses.count(204) >= 150
         for server in (first, second):
             assert server.request("GET", "/total").json() == {

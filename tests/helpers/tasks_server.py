@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.openapi_check import Exchange, record
 from tests.helpers.svc_process import REPO, Response, free_port, send
 from tests.helpers.svc_process import svcc as svcc_command
@@ -28,6 +30,8 @@ STOP_SECONDS = 15.0
 _launches = itertools.count(1)
 #: The databases the API and browser tests run against, each test once per database.
 DATABASES = ("sqlite", "postgresql")
+#: The mark of a browser test that runs on every database (the `server` fixture's parameter).
+both_databases = pytest.mark.parametrize("server", DATABASES, indirect=True)
 
 
 def new_database(kind: str, tmp_path: Path, request, name: str = "tasks.sqlite") -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.helpers.tasks_server import DATABASES, TasksServer, new_database, start
+from tests.helpers.tasks_server import TasksServer, new_database, start
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -36,8 +36,12 @@ def browser():
         chromium.close()
 
 
-@pytest.fixture(params=DATABASES)
+@pytest.fixture(params=["sqlite"])
 def server(request, tmp_path) -> TasksServer:
+    """The task manager on SQLite; a test marked `@both_databases` (tests/helpers/tasks_server.py)
+    runs on PostgreSQL too. The
+    page does the same on both (tests/e2e/test_tasks_api.py runs every API call on both), so
+    only the tests that store what the page sends run twice: a browser test costs seconds."""
     running = start(tmp_path, db=new_database(request.param, tmp_path, request))
     yield running
     assert running.stop() == 0

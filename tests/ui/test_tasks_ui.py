@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from tests.helpers.tasks_server import both_databases
+
 pytestmark = pytest.mark.ui
 PHONE = {"width": 390, "height": 844}
 
@@ -38,6 +40,7 @@ def add(page, title: str) -> None:
     expect(page.get_by_role("checkbox", name=title, exact=True)).to_be_visible()
 
 
+@both_databases
 def test_add_with_the_button_and_with_enter(page, server):
     expect(page.get_by_text("No tasks yet")).to_be_visible()
     add(page, "Buy milk")
@@ -63,6 +66,7 @@ def test_titles_are_shown_as_text_not_html(page, server, watch):
     assert not any(url.endswith("/x") for url in watch.requests)
 
 
+@both_databases
 def test_toggle_done_and_back(page, server):
     task = server.add("Water the plants")
     reload(page)
@@ -76,6 +80,7 @@ def test_toggle_done_and_back(page, server):
     assert server.call("GET", f"/api/tasks/{task['id']}")["done"] is False
 
 
+@both_databases
 def test_edit_a_title_inline(page, server):
     task = server.add("Draft the report")
     reload(page)
@@ -111,6 +116,7 @@ def test_escape_and_cancel_leave_the_title_alone(page, server):
     assert server.call("GET", f"/api/tasks/{task['id']}") == task
 
 
+@both_databases
 def test_delete(page, server):
     doomed = server.add("Delete me")
     server.add("Stay")
@@ -265,7 +271,6 @@ def test_a_refused_field_is_named_in_the_status_line(page, server, watch):
     assert server.call("GET", "/api/stats")["total"] == 0
 
 
-@pytest.mark.parametrize("server", ["sqlite"], indirect=True)  # the API tests cover PostgreSQL
 def test_attach_download_and_remove_files(page, server):
     """Two files chosen at once are uploaded through the generated client (multipart), listed
     under their task with safe names, downloaded back byte for byte, and removed; a file over

@@ -111,6 +111,6 @@ def test_every_statement_of_the_task_manager_is_checked_on_both_databases() -> N
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("ok: "), lines  # nothing listed as unchecked before it
-    assert lines[1].startswith("sql: 11 statements checked, sqlite prepared in an in-memory")
+    assert lines[1].startswith("sql: 15 statements checked, sqlite prepared in an in-memory")
     assert "; postgresql prepared in a private PostgreSQL" in lines[1]
     assert "built at run time" not in lines[1]

@@ -233,17 +233,18 @@ def _body_limit(attr: syntax.RouteAttr, params: list[ParamInfo],
             fail(f"option 'body_limit' of {label} is given twice", option.span)
             return None
         seen.add(option.name)
-        problem = (body_limit_problem(option.value) if isinstance(option.value, str)
+        text = option.value if isinstance(option.value, str) else None
+        problem = (body_limit_problem(text) if text is not None
                    else f"body_limit must be a string literal such as \"10 MiB\", found "
                         f"{option.value!r}")
-        if problem is not None:
-            fail(problem, option.value_span)
+        if problem is not None or text is None:
+            fail(problem or "", option.value_span)
             return None
         if not any(p.source in _BODY_SOURCES for p in params):
             fail(f"body_limit: route {attr.method} {attr.path} reads no body (no body class, "
                  "bytes or Upload parameter)", option.span)
             return None
-        limit = size_bytes(option.value) or BODY_LIMIT
+        limit = size_bytes(text) or BODY_LIMIT
     return limit
 
 
