@@ -32,6 +32,11 @@ from svc.runtime.topics import notices
 
 #: Messages a subscription holds before it drops the newest.
 DEFAULT_QUEUE_SIZE = 256
+#: Messages a bus hands over between two turns of the event loop. A burst from another
+#: process arrives in one read of the socket or one poll (hundreds of messages at once); the
+#: bus lets the loop turn after this many, so readers empty their queues in between and a
+#: reader that keeps up never loses a message to a burst larger than its queue.
+BURST = 64
 
 
 class Subscription:

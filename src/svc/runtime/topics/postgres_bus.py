@@ -51,7 +51,7 @@ from typing import Any
 import msgspec
 
 from svc.runtime.lib.support import SvcError
-from svc.runtime.topics.hub import Hub
+from svc.runtime.topics.hub import BURST, Hub
 from svc.runtime.topics.notices import Drops, Outage
 from svc.runtime.topics.order import Arrivals
 from svc.runtime.topics.outbox import Outbox
@@ -134,7 +134,8 @@ class PostgresBus:
         self.received = 0  # messages of other processes delivered here
         self.missing = 0  # large payloads whose row was gone
         self.conn: Any = None  # the asyncpg connection while it is up
-        self._incoming: deque[dict] = deque()  # notifications behind a large payload's fetch
+        self._incoming: deque[dict] = deque()  # notifications the sending task delivers
+        self._burst = 0  # delivered at once during this turn of the loop
         self._task: asyncio.Task[None] | None = None
         self._pruned_at = 0.0
 
@@ -244,7 +245,7 @@ class PostgresBus:
             if conn.is_closed():
                 raise ConnectionLost("the connection to PostgreSQL was closed")
             if incoming:
-                await self._fetch_waiting(conn)
+                await self._deliver_waiting(conn)
             if outbox.items:
                 await self._send(conn, outbox.take(SEND_BATCH))
                 continue
@@ -313,7 +314,9 @@ class PostgresBus:
             return
         publisher, seq, topic = message["p"], message["s"], message["t"]
         incoming = self._incoming
-        if incoming or "m" not in message:  # behind, or itself, a payload to fetch
+        if incoming or "m" not in message or self._burst >= BURST:
+            # behind others, a payload to fetch, or a burst: the sending task delivers it,
+            # letting the loop turn between bursts
             if len(incoming) >= INCOMING_LIMIT:
                 self.backlog.add()
                 return
@@ -323,10 +326,18 @@ class PostgresBus:
         if self.arrivals.accept(publisher, seq) and self.hub.wants(topic):
             self.received += 1
             self.hub.publish(topic, message["m"].encode())
+            self._burst += 1
+            if self._burst == 1:  # counted again from the loop's next turn
+                asyncio.get_running_loop().call_soon(self._turned)
 
-    async def _fetch_waiting(self, conn: Any) -> None:
-        """The notifications that wait, in order, fetching large payloads as they come."""
+    def _turned(self) -> None:
+        self._burst = 0
+
+    async def _deliver_waiting(self, conn: Any) -> None:
+        """The notifications that wait, in order, fetching large payloads as they come and
+        letting the loop turn after each BURST delivered."""
         incoming, hub = self._incoming, self.hub
+        delivered = 0
         while incoming:
             message = incoming[0]
             topic = message["t"]
@@ -342,6 +353,9 @@ class PostgresBus:
                 if payload is not None and hub.wants(topic):
                     self.received += 1
                     hub.publish(topic, payload)
+                    delivered += 1
+                    if delivered % BURST == 0:
+                        await asyncio.sleep(0)  # the readers empty their queues
             incoming.popleft()
         self.backlog.end()
 

@@ -37,7 +37,7 @@ import time
 
 from svc.runtime.db.base import ALL, EXEC, ONE, SCRIPT, Db
 from svc.runtime.lib.support import SvcError
-from svc.runtime.topics.hub import Hub
+from svc.runtime.topics.hub import BURST, Hub
 from svc.runtime.topics.notices import Outage
 from svc.runtime.topics.order import Arrivals
 from svc.runtime.topics.outbox import Outbox
@@ -239,6 +239,8 @@ class SqliteBus:
             if arrivals.accept(row.publisher, row.seq) and hub.wants(row.topic):
                 self.received += 1
                 hub.publish(row.topic, body)
+                if self.received % BURST == 0:
+                    await asyncio.sleep(0)  # the readers empty their queues
         return last, len(rows) == READ_BATCH
 
     def _failed(self, error: object) -> None:
