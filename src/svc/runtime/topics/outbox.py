@@ -9,9 +9,10 @@ receiver. Each message gets the next number of this process's sequence, which th
 use to refuse anything that would arrive out of order.
 
 Bounded, dropping the newest, like a subscription's queue (hub.py) and for the same reason:
-when the database cannot keep up, memory must not grow. `OUTBOX_SIZE` (4,096) is a few
-seconds of a busy publisher's messages. An overflow episode is one warn line when the
-queue drains. While the bus is down (`open` is False) a publish is dropped at once: the
+when the database cannot keep up, memory must not grow. It holds `OUTBOX_SIZE` (10,000)
+messages and `OUTBOX_BYTES` (16 MiB) of payloads, whichever is reached first: a second or two
+of a busy publisher's small messages, or a few large ones (a message may be 1 MiB). An
+overflow episode is one warn line when the queue drains. While the bus is down (`open` is False) a publish is dropped at once: the
 outage's own line says that messages published meanwhile are lost.
 """
 
@@ -22,34 +23,41 @@ from collections.abc import Callable
 
 from svc.runtime.topics import notices
 
-#: Messages waiting to be sent before the newest are dropped.
-OUTBOX_SIZE = 4096
+#: Messages, and bytes of their payloads, waiting to be sent before the newest are dropped.
+OUTBOX_SIZE = 10_000
+OUTBOX_BYTES = 16 * 2**20
 
 
 class Outbox:
     """(sequence number, topic, payload) triples waiting to leave this process, oldest first."""
 
-    __slots__ = ("items", "limit", "seq", "open", "lost", "overflow", "_wake")
+    __slots__ = ("items", "limit", "byte_limit", "bytes", "seq", "open", "lost", "overflow",
+                 "_wake")
 
-    def __init__(self, wake: Callable[[], None], limit: int = OUTBOX_SIZE) -> None:
+    def __init__(self, wake: Callable[[], None], limit: int = OUTBOX_SIZE,
+                 byte_limit: int = OUTBOX_BYTES) -> None:
         """`wake()` tells the sending task there is something to send."""
         self.items: deque[tuple[int, str, bytes]] = deque()
         self.limit = limit
+        self.byte_limit = byte_limit
+        self.bytes = 0  # of the payloads waiting
         self.seq = 0  # the last number given to a message of this process
         self.open = False  # the bus opens it once it can send
         self.lost = 0  # dropped because the bus was down, or a batch failed to go
         self.overflow = notices.Drops(f"messages for other processes piled up faster than "
-                                      f"the database took them (the queue holds {limit})")
+                                      f"the database took them (the queue holds {limit} "
+                                      f"messages, {byte_limit // 2**20} MiB)")
         self._wake = wake
 
     def put(self, topic: str, payload: bytes) -> None:
         if not self.open:
             self.lost += 1
             return
-        if len(self.items) >= self.limit:
+        if len(self.items) >= self.limit or self.bytes + len(payload) > self.byte_limit:
             self.overflow.add()
             return
         self.seq += 1
+        self.bytes += len(payload)
         self.items.append((self.seq, topic, payload))
         if len(self.items) == 1:
             self._wake()
@@ -60,8 +68,10 @@ class Outbox:
         if len(items) <= most:
             batch = list(items)
             items.clear()
+            self.bytes = 0
         else:
             batch = [items.popleft() for _ in range(most)]
+            self.bytes -= sum(len(payload) for _, _, payload in batch)
         if not items and self.overflow.count:
             self.overflow.end()
         return batch
@@ -73,6 +83,7 @@ class Outbox:
         waiting = len(self.items)
         self.lost += waiting
         self.items.clear()
+        self.bytes = 0
         self.overflow.end()
         return waiting
 
