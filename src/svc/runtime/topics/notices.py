@@ -75,7 +75,7 @@ class Outage:
             return
         self.down_since, self.reason = now, reason
         say("warn", f"topics: live delivery {self.what} stopped ({reason}); messages "
-                    "published meanwhile are lost; reconnecting")
+                    "published meanwhile are lost; retrying by itself")
 
     def up(self, now: float) -> None:
         """Delivery works: an info line if it had stopped."""
