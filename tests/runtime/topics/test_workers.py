@@ -26,7 +26,7 @@ FORKED = textwrap.dedent('''
 
     async def worker(topics, parent_publisher, to_parent):
         report = {"own_publisher": topics.publisher != parent_publisher,
-                  "inherited": sorted(topics.hub.topics)}
+                  "inherited": sorted(topics.hub.topics), "counted": topics.published}
         sub = await topics.subscribe("t")
         os.write(to_parent, b"subscribed")
         report["got"] = (await asyncio.wait_for(sub.next(), 10)).decode()
@@ -37,6 +37,7 @@ FORKED = textwrap.dedent('''
     async def parent(database):
         topics = await start_topics(await db_open(database))
         sub = await topics.subscribe("t")
+        topics.publish("before the fork", b"{}")
         reports, to_parent = os.pipe()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         before = topics.publisher
@@ -82,7 +83,8 @@ def test_a_forked_worker_gets_a_fresh_service_and_messages_cross_both_ways(reque
                             text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report == {"own_publisher": True, "inherited": [], "got": '"from the parent"',
+    assert report == {"own_publisher": True, "inherited": [], "counted": 0,
+                      "got": '"from the parent"',
                       "problem": None,
                       "parent_got": ['"from the parent"', '"from the worker"']}, report
     assert result.stderr == ""

@@ -153,6 +153,8 @@ class PostgresBus:
             conn = await self._connect()
         except Exception as exc:  # noqa: BLE001 - unreachable, refused, no rights
             return SvcError("database", f"cannot start topics on PostgreSQL: {_reason(exc)}")
+        self.conn = conn
+        self.outbox.open = True  # a publish right after the start goes out
         self._task = asyncio.get_running_loop().create_task(self._run(conn),
                                                             context=self._context)
         return None

@@ -190,9 +190,10 @@ class Topics:
         return counts
 
     async def _restart_after_fork(self) -> str | None:
-        """In a worker just forked: a publisher of its own, no subscriptions (the parent's
-        belong to the parent), and a bus of its own on this event loop."""
-        self.hub.topics.clear()
+        """In a worker just forked: a publisher of its own, no subscriptions and no counts
+        (the parent's are the parent's), and a bus of its own on this event loop."""
+        self.hub = Hub(self.hub.queue_size)
+        self.published = 0
         self.publisher = _new_publisher_id()
         if self.bus is not None:
             _left_by_parent.extend(self.bus.forget_after_fork())
