@@ -27,7 +27,9 @@ across machines, in commit order, with no extra service to run, secure and monit
   minute) are deleted by the processes that insert them.
 - **Batches.** The sender takes every message waiting (up to `SEND_BATCH`) and sends them
   with one statement, `pg_notify` over an array in order, so a burst of publishes costs one
-  round trip, not one each.
+  round trip, not one each. A receiver hands a burst to its subscribers `BURST` at a time
+  (hub.py); what waits meanwhile is bounded (`INCOMING_LIMIT`), so a process that cannot
+  keep up with what the others publish drops the newest (one line) instead of growing.
 - **Losing the connection** (the server restarted, a network cut, `pg_terminate_backend`):
   ONE warn line says live delivery stopped, the process reconnects by itself with backoff
   (`FIRST_RETRY` doubling to `LAST_RETRY`, with jitter so many processes do not reconnect in
@@ -70,8 +72,9 @@ KEEP_MS = 60_000
 PRUNE_SECONDS = 5.0
 #: Messages per NOTIFY statement.
 SEND_BATCH = 500
-#: Notifications waiting to be handled (behind a large payload's fetch) before the newest are
-#: dropped.
+#: Notifications waiting to be handed to subscribers (behind a large payload's fetch, or a
+#: burst delivered BURST at a time) before the newest are dropped: a process that cannot keep
+#: up with what the others publish sheds load instead of growing.
 INCOMING_LIMIT = 10_000
 #: Reconnection: the first wait, doubled after each failure up to the last.
 FIRST_RETRY = 0.1
@@ -129,8 +132,9 @@ class PostgresBus:
         self.arrivals = Arrivals()
         self.outage = Outage("between processes through PostgreSQL")
         self.refusals = Drops("PostgreSQL refused to pass messages on")
-        self.backlog = Drops(f"messages from other processes piled up behind a large one "
-                             f"(at most {INCOMING_LIMIT} wait)")
+        self.backlog = Drops(f"messages from other processes arrived faster than this "
+                             f"process handed them to its subscribers (at most "
+                             f"{INCOMING_LIMIT} wait)")
         self.received = 0  # messages of other processes delivered here
         self.missing = 0  # large payloads whose row was gone
         self.conn: Any = None  # the asyncpg connection while it is up
