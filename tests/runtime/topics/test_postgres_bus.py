@@ -182,3 +182,32 @@ def test_the_notification_is_json_and_a_publish_right_after_the_start_goes_out(p
     assert small == {"p": publisher, "s": 1, "t": "room:1", "m": '{"text": "héllo"}'}
     assert set(large) == {"p", "s", "t", "r"} and large["s"] == 2
     assert row == b'"' + b"x" * 9_000 + b'"'
+
+
+def test_a_message_the_server_refuses_is_dropped_with_one_line_and_sending_goes_on(pair) -> None:
+    a, b = pair.a, pair.b
+    b.subscribe("refused")
+    sql(pair.url, "DROP TABLE svc_topic_payloads")  # a large message has nowhere to go
+    try:
+        before = a.stats()["dropped"]["not_sent"]
+        a.publish("refused", 2, size=10_000)
+        a.publish("refused", 1)  # a small one goes: the episode is over
+        got = b.received("refused", "a", 1)
+        assert [line["size"] < 10_000 for line in got] == [True]
+        assert a.stats()["dropped"]["not_sent"] == before + 2
+        refused = [line for line in a.errors if "refused" in line]
+        assert len(refused) == 1 and refused[0].startswith(
+            "topics: PostgreSQL refused to pass messages on (UndefinedTableError: "), refused
+        assert refused[0].endswith(": 2 messages dropped")
+    finally:
+        asyncio.run(_make_table(pair.url))
+
+
+async def _make_table(url: str) -> None:
+    from svc.runtime.topics.postgres_bus import TABLE
+
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(TABLE)
+    finally:
+        await conn.close()

@@ -142,6 +142,7 @@ class PostgresBus:
         self._burst = 0  # delivered at once during this turn of the loop
         self._task: asyncio.Task[None] | None = None
         self._pruned_at = 0.0
+        self._sent = 0  # messages of the batch being sent that are accounted for
 
     @property
     def up(self) -> bool:
@@ -253,7 +254,13 @@ class PostgresBus:
             if incoming:
                 await self._deliver_waiting(conn)
             if outbox.items:
-                await self._send(conn, outbox.take(SEND_BATCH))
+                batch = outbox.take(SEND_BATCH)
+                self._sent = 0
+                try:
+                    await self._send(conn, batch)
+                except BaseException:
+                    outbox.lost += len(batch) - self._sent  # the rest went down with it
+                    raise
                 continue
             if incoming:
                 continue
@@ -302,7 +309,9 @@ class PostgresBus:
                 self.refusals.what = f"PostgreSQL refused to pass messages on ({_reason(exc)})"
             self.refusals.add(messages)
             self.outbox.lost += messages
+            self._sent += messages  # accounted for
             return
+        self._sent += messages
         if self.refusals.count and messages:
             self.refusals.end()
 
