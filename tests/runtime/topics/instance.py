@@ -99,8 +99,10 @@ class Instance:
         self.lines: queue.Queue[dict] = queue.Queue()
         self.seen: list[dict] = []
         self.errors: list[str] = []
-        threading.Thread(target=self._drain_stdout, daemon=True).start()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._drains = [threading.Thread(target=self._drain_stdout, daemon=True),
+                        threading.Thread(target=self._drain_stderr, daemon=True)]
+        for thread in self._drains:
+            thread.start()
         ready = self.wait_for(lambda line: "ready" in line or "error" in line, timeout=30)
         assert "ready" in ready, (ready, self.errors)
         self.publisher, self.pid = ready["ready"], ready["pid"]
@@ -163,14 +165,28 @@ class Instance:
             assert self.process.stdin is not None
             self.process.stdin.close()
         try:
-            return self.process.wait(timeout=15)
+            status = self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            return self.process.wait()
+            status = self.process.wait()
+        self._close_pipes()
+        return status
 
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        """Once the process is gone: its output read to the end, every pipe closed."""
+        for thread in self._drains:
+            thread.join(timeout=5)
+        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            if pipe is not None and not pipe.closed:
+                try:
+                    pipe.close()
+                except OSError:  # stdin of a killed process: the flush has nowhere to go
+                    pass
 
 
 if __name__ == "__main__":
