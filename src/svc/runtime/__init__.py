@@ -5,6 +5,7 @@
     traffic/        policies applied before routing: CORS, rate limits, the gate
     observability/  the server's log, access lines, Prometheus metrics, OpenTelemetry traces
     background/     work outside requests: durable jobs, schedules, the service that runs them
+    topics/         live fan-out: publish to a topic, subscribe, across workers and instances
     db/             the database builtins on SQLite and PostgreSQL: statements, rows,
                     transactions, migrations
     lib/            what generated code calls: support, the standard library, maps, errors,
