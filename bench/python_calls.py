@@ -24,13 +24,14 @@ import asyncio
 import html
 import json
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import uvloop
+
+from harness.measured import json_results  # bench/ is on sys.path, as for run.py
 
 from svc.rules.settings import Settings
 from svc.runtime import services
@@ -121,13 +122,8 @@ def run(mode: dict, log, incidents: list) -> dict | None:
     calls = CALLS if mode.get("rounds", 1) > 1 else CALLS // 4
     command = ["taskset", "-c", "0", sys.executable, str(Path(__file__).resolve()), "--json",
                str(calls)]
-    log("python functions")
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
-        results = json.loads(done.stdout)
-    except (subprocess.SubprocessError, OSError, ValueError) as failure:
-        incidents.append(f"python functions: {failure}")
-        log(f"  INCIDENT: {failure}")
+    results = json_results("python functions", command, log, incidents)
+    if results is None:
         return None
     for name, micros in results.items():
         log(f"  {name:60} {micros:8.2f} µs/call")

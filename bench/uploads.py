@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.measured import json_results  # bench/ is on sys.path, as for run.py
+
 HERE = Path(__file__).resolve().parent
 MB = 1_000_000
 MOST_MB = 2048
@@ -175,13 +177,8 @@ def run(mode: dict, log, incidents: list) -> dict | None:
     """The cases with 256 MB uploads (64 MB in a quick run), in processes of their own."""
     mb = 256 if mode.get("rounds", 1) > 1 else 64
     command = [sys.executable, str(Path(__file__).resolve()), "--json", "--mb", str(mb)]
-    log("uploads")
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=True)
-        results = json.loads(done.stdout)
-    except (subprocess.SubprocessError, OSError, ValueError) as failure:
-        incidents.append(f"uploads: {failure}")
-        log(f"  INCIDENT: {failure}")
+    results = json_results("uploads", command, log, incidents)
+    if results is None:
         return None
     for case, r in results["cases"].items():
         log(f"  {case:12} {r['best']:8.0f} MB/s best {r['median']:8.0f} MB/s median")

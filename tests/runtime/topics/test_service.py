@@ -10,23 +10,14 @@ import collections
 import pytest
 
 from svc.runtime import services
-from svc.runtime.db import close_all, db_open
+from svc.runtime.db import db_open
 from svc.runtime.db.postgres import PostgresDb
 from svc.runtime.lib.support import SvcError
 from svc.runtime.topics import (MAX_TOPIC_LENGTH, TopicError, Topics, TopicsStopped,
                                 start_topics)
 from svc.runtime.topics import service
+from tests.runtime.topics.running import run
 from tests.helpers.svc_process import free_port
-
-
-def run(body):
-    async def main():
-        try:
-            return await body()
-        finally:
-            service.stop_all()
-            close_all()
-    return asyncio.run(main())
 
 
 async def memory_topics() -> Topics:

@@ -10,9 +10,10 @@ import asyncio
 import sqlite3
 import time
 
-from svc.runtime.db import close_all, db_open
+from svc.runtime.db import db_open
 from svc.runtime.topics import Topics, start_topics
 from svc.runtime.topics import service, sqlite_bus
+from tests.runtime.topics.running import run
 from tests.runtime.topics.instance import Instance
 
 
@@ -49,16 +50,6 @@ def other_process(path: str, *rows: tuple[str, int, str, bytes], at: int | None 
     with sqlite3.connect(path, timeout=5) as conn:
         conn.executemany("INSERT INTO svc_topic_events (publisher, seq, topic, body, at) "
                          "VALUES (?, ?, ?, ?, ?)", [(*row, now) for row in rows])
-
-
-def run(body):
-    async def main():
-        try:
-            return await body()
-        finally:
-            service.stop_all()
-            close_all()
-    return asyncio.run(main())
 
 
 async def file_topics(path: str) -> Topics:

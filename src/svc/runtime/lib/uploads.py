@@ -28,6 +28,7 @@ import errno
 import hashlib
 import os
 import secrets
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from svc.runtime.lib.support import SvcError, SvcFault
@@ -176,17 +177,21 @@ async def _on_thread(work: Callable[..., Any], fd: int | None, *args: Any) -> An
 
 # --- what the threads do (each closes its descriptor) -----------------------------------------
 
+def _pieces(stop: _Stop, fd: int, size: int) -> Iterator[bytes]:
+    """The file's bytes in CHUNK pieces, read at their offsets (the descriptor's position is
+    shared with nobody's), until the end or the request gives up."""
+    offset = 0
+    while offset < size and not stop.asked:
+        piece = os.pread(fd, min(CHUNK, size - offset), offset)
+        if not piece:
+            break
+        yield piece
+        offset += len(piece)
+
+
 def _read_all(stop: _Stop, fd: int, size: int) -> bytes | SvcError:
     try:
-        pieces = []
-        offset = 0
-        while offset < size and not stop.asked:
-            piece = os.pread(fd, min(CHUNK, size - offset), offset)
-            if not piece:
-                break
-            pieces.append(piece)
-            offset += len(piece)
-        return b"".join(pieces)
+        return b"".join(_pieces(stop, fd, size))
     except OSError as exc:
         return SvcError("internal", f"reading an upload failed: {_reason(exc)}")
     finally:
@@ -196,13 +201,8 @@ def _read_all(stop: _Stop, fd: int, size: int) -> bytes | SvcError:
 def _sha256(stop: _Stop, fd: int, size: int) -> str | SvcError:
     try:
         digest = hashlib.sha256()
-        offset = 0
-        while offset < size and not stop.asked:
-            piece = os.pread(fd, min(CHUNK, size - offset), offset)
-            if not piece:
-                break
+        for piece in _pieces(stop, fd, size):
             digest.update(piece)
-            offset += len(piece)
         return digest.hexdigest()
     except OSError as exc:
         return SvcError("internal", f"hashing an upload failed: {_reason(exc)}")
@@ -247,17 +247,12 @@ def _copy(stop: _Stop, fd: int | None, size: int, temporary: str) -> None:
     """The content into the new file `temporary`, flushed to disk; removed again on failure."""
     out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        offset = 0
-        while fd is not None and offset < size:
-            if stop.asked:
-                raise OSError(errno.ECANCELED, "the request ended before the upload was moved")
-            piece = os.pread(fd, min(CHUNK, size - offset), offset)
-            if not piece:
-                break
+        for piece in () if fd is None else _pieces(stop, fd, size):
             view = memoryview(piece)
             while view:
                 view = view[os.write(out, view):]
-            offset += len(piece)
+        if stop.asked:
+            raise OSError(errno.ECANCELED, "the request ended before the upload was moved")
         os.fsync(out)
     except BaseException:
         os.close(out)
