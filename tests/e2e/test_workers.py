@@ -117,6 +117,24 @@ def open_clients(port: int, count: int) -> list[Client]:
     return clients
 
 
+def clients_on_every_worker(port: int, pids: list[int], count: int) -> list[Client]:
+    """`count` keep-alive connections, as many held by each worker: the kernel spreads
+    connections at random, so 8 can all land on one (1 in 128); more are opened (at most 64)
+    and the extras closed."""
+    clients = open_clients(port, count)
+    for _ in range(64):
+        held = owners(port, pids)
+        by_worker = {pid: [c for c in clients if held.get(local_port(c)) == pid] for pid in pids}
+        if all(len(mine) >= count // len(pids) for mine in by_worker.values()):
+            chosen = [c for mine in by_worker.values() for c in mine[:count // len(pids)]]
+            for client in clients:
+                if client not in chosen:
+                    client.close()
+            return chosen
+        clients += open_clients(port, 1)
+    raise AssertionError(f"64 connections and one worker holds too few: {held}")
+
+
 def test_two_workers_answer_every_route_with_one_listening_line(tmp_path):
     server = start_workers(tmp_path)
     try:
@@ -164,7 +182,8 @@ def test_concurrent_writes_and_transactions_through_both_workers_lose_nothing(da
     # 8 clients: enough to interleave both workers, few enough that a queued request meets
     # the 2 s processing limit on a loaded machine (16 queued 504s under a parallel build)
     threads, rounds = 8, 40
-    clients = open_clients(server.port, threads)
+    pids = worker_pids(server.process.pid)
+    clients = clients_on_every_worker(server.port, pids, threads)
     acked: list[tuple[int, str]] = []
     failures: list[str] = []
 
@@ -181,7 +200,6 @@ def test_concurrent_writes_and_transactions_through_both_workers_lose_nothing(da
                 failures.append(f"sum changed: {moved.body!r}")
 
     try:
-        pids = worker_pids(server.process.pid)
         held = owners(server.port, pids)
         assert {held[local_port(c)] for c in clients} == set(pids)  # both workers write
         workers = [threading.Thread(target=write, args=(n, c)) for n, c in enumerate(clients)]
