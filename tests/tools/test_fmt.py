@@ -171,31 +171,25 @@ def test_field_rules_stay_one_per_line_above_their_field(tmp_path: Path) -> None
         "    @range(-5, 5)\n    score: i64\n\ndef main():\n    pass\n")
 
 
-def test_a_python_declaration_keeps_its_attribute_line_and_bodiless_signature() -> None:
-    """In process (the layout itself): spacing fixed, nothing joined or dropped, and the
-    result laid out again is the same text."""
+@pytest.mark.parametrize("messy, tidy", [
+    ('@python( "slugs","slugify" , error = "invalid" )\n'
+     "async def slugify(title:str,max_length:i64?)->Result[str,Error]\n"
+     "def main():\n    pass\n",
+     '@python("slugs", "slugify", error="invalid")\n'
+     "async def slugify(title: str, max_length: i64?) -> Result[str, Error]\n"
+     "def main():\n    pass\n"),
+    ('@post( "/files" ,body_limit = "10 MiB" )\n'
+     "async def save(file:Upload,note:Upload?)->Result[unit,Error]:\n"
+     "    return ok(())\n",
+     '@post("/files", body_limit="10 MiB")\n'
+     "async def save(file: Upload, note: Upload?) -> Result[unit, Error]:\n"
+     "    return ok(())\n"),
+], ids=["python declaration", "route with a body limit and uploads"])
+def test_an_attribute_with_options_keeps_its_line_and_is_spaced_like_a_call(messy, tidy) -> None:
+    """In process (the layout itself): a `@python` declaration's attribute line and bodiless
+    signature, or a route's `body_limit` option and `Upload?` parameters, get their spacing
+    fixed with nothing joined or dropped, and the result laid out again is the same text."""
     from svc.compiler.front.layout import format_text
 
-    messy = ('@python( "slugs","slugify" , error = "invalid" )\n'
-             "async def slugify(title:str,max_length:i64?)->Result[str,Error]\n"
-             "def main():\n    pass\n")
-    tidy = ('@python("slugs", "slugify", error="invalid")\n'
-            "async def slugify(title: str, max_length: i64?) -> Result[str, Error]\n"
-            "def main():\n    pass\n")
-    assert format_text("t.svc", messy) == (tidy, [])
-    assert format_text("t.svc", tidy) == (tidy, [])
-
-
-def test_a_route_with_a_body_limit_and_uploads_is_laid_out_on_its_lines() -> None:
-    """In process: the option after the path is spaced like a job's options, and an `Upload?`
-    parameter like any optional one; laid out again, the text stays."""
-    from svc.compiler.front.layout import format_text
-
-    messy = ('@post( "/files" ,body_limit = "10 MiB" )\n'
-             "async def save(file:Upload,note:Upload?)->Result[unit,Error]:\n"
-             "    return ok(())\n")
-    tidy = ('@post("/files", body_limit="10 MiB")\n'
-            "async def save(file: Upload, note: Upload?) -> Result[unit, Error]:\n"
-            "    return ok(())\n")
     assert format_text("t.svc", messy) == (tidy, [])
     assert format_text("t.svc", tidy) == (tidy, [])

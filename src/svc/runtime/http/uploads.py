@@ -41,7 +41,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from svc.rules.contract import BODY_LIMIT, Param, ParamSource
 from svc.runtime.http.binding import BindError
 from svc.runtime.http.protocol import Reject
-from svc.runtime.lib.uploads import Upload
+from svc.runtime.lib.uploads import NO_SPACE, Upload
 
 #: Parts a multipart body may have (400 past it): each costs a little memory and time even
 #: when dropped, and no form needs more.
@@ -51,9 +51,10 @@ FIELDS_LIMIT = BODY_LIMIT
 #: The longest safe file name, in UTF-8 bytes (most file systems' limit for one name).
 NAME_LIMIT = 255
 DEFAULT_TYPE = "application/octet-stream"
-#: The OS errors that mean the disk is full for us: no space, the quota, the largest file
-#: the process may write (RLIMIT_FSIZE: Python ignores SIGXFSZ, so a write fails with EFBIG).
-DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+#: The OS errors that mean the disk is full for us: no space or the quota (NO_SPACE, as
+#: `upload_move` reads them), and the largest file the process may write (RLIMIT_FSIZE:
+#: Python ignores SIGXFSZ, so a write fails with EFBIG).
+DISK_FULL = NO_SPACE | {errno.EFBIG}
 #: The errors of os.open(folder, O_TMPFILE) where the folder's file system has no O_TMPFILE.
 _NO_TMPFILE = frozenset({errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL})
 _O_TMPFILE: int | None = getattr(os, "O_TMPFILE", None)
