@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import conformance  # noqa: E402
 import python_calls  # noqa: E402
 import uploads  # noqa: E402
+import topics  # noqa: E402
 from harness import (  # noqa: E402
     contention, endurance, jobs, observability, outbound, report, scaling, wrk,
 )
@@ -166,6 +167,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--uploads", choices=["on", "off", "only"], default="on",
                         help="upload MB/s against a file copy (bench/uploads.py); 'only' runs "
                              "just that")
+    parser.add_argument("--topics", choices=["on", "off", "only"], default="on",
+                        help="topics' local fan-out and cross-process latency "
+                             "(bench/topics.py); 'only' runs just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -197,6 +201,9 @@ def main() -> int:
             mode, log, incidents), out)
     if args.uploads == "only":
         return section_only("uploads", lambda incidents: uploads.run(mode, log, incidents), out)
+    if args.topics == "only":
+        return section_only("topics", lambda incidents: topics.run_section(
+            mode, log, incidents), out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
@@ -225,6 +232,7 @@ def main() -> int:
         outbound.run(mode, log, incidents, args.seed)
     python_results = None if args.python == "off" else python_calls.run(mode, log, incidents)
     upload_results = None if args.uploads == "off" else uploads.run(mode, log, incidents)
+    topic_results = None if args.topics == "off" else topics.run_section(mode, log, incidents)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -237,6 +245,7 @@ def main() -> int:
         "outbound": outbound_results,
         "python_calls": python_results,
         "uploads": upload_results,
+        "topics": topic_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -251,8 +260,8 @@ def main() -> int:
 
 def section_only(key: str, measure, out: Path) -> int:
     """`--jobs only`, `--contention only`, `--observability only`, `--outbound only`,
-    `--python only`, `--uploads only`: measure that section alone and put it into the
-    report at `out` (the section replaced, the rest as the last full run wrote it in
+    `--python only`, `--uploads only`, `--topics only`: measure that section alone and put
+    it into the report at `out` (the section replaced, the rest as the last full run wrote it in
     bench/.work/results.json)."""
     incidents: list[str] = []
     measured = measure(incidents)
@@ -262,12 +271,13 @@ def section_only(key: str, measure, out: Path) -> int:
         log(f"no bench/.work/results.json to add the {key} section to; printing it instead")
         section = {"jobs": jobs.section, "contention": contention.section,
                    "observability": observability.section, "outbound": outbound.section,
-                   "python_calls": python_calls.section, "uploads": uploads.section}[key]
+                   "python_calls": python_calls.section, "uploads": uploads.section,
+                   "topics": topics.section}[key]
         print("\n".join(section(measured)))
         return 1 if incidents else 0
     prefix = {"jobs": "jobs ", "contention": "contention ", "observability": "logs and metrics ",
               "outbound": "outbound calls ", "python_calls": "python functions",
-              "uploads": "uploads"}[key]
+              "uploads": "uploads", "topics": "topics"}[key]
     results[key] = measured
     results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents
     saved.write_text(json.dumps(results, indent=1))

@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))  # tests.helpers, for a private cluster
 sys.path.insert(0, str(REPO / "src"))
 
 from svc.process import run  # noqa: E402
+from harness.measured import json_results  # noqa: E402  (bench/ is on sys.path)
 from svc.runtime.db import close_all, db_open  # noqa: E402
 from svc.runtime.topics import Topics, start_topics  # noqa: E402
 
@@ -172,36 +173,71 @@ async def local(subscribers: int, messages: int) -> str:
             f"({messages:,} publishes in {wall:.2f} s, {cpu:.2f} CPU s; {dropped} dropped)")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres", help="a PostgreSQL database URL (else a private cluster)")
-    parser.add_argument("--quick", action="store_true", help="fewer messages")
-    parser.add_argument("--receive", nargs=3, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.receive:
-        database, timed, burst = args.receive
-        run(receive(database, int(timed), int(burst)))
-        return
-    timed, burst = (200, 2_000) if args.quick else (1_000, 20_000)
-    scale = 10 if args.quick else 1
-    print(f"svc topics, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}", flush=True)
+def measure(quick: bool, postgres: str | None, say) -> None:
+    """Every case, each result line given to `say` as soon as it is known."""
+    timed, burst = (200, 2_000) if quick else (1_000, 20_000)
+    scale = 10 if quick else 1
+    say(f"svc topics, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     for subscribers, messages in ((1, 100_000), (1_000, 1_000), (10_000, 200)):
-        print(run(local(subscribers, max(messages // scale, 20))), flush=True)
+        say(run(local(subscribers, max(messages // scale, 20))))
     with tempfile.TemporaryDirectory() as folder:
         sqlite = str(Path(folder) / "bench.sqlite")
-        print(latency_line("SQLite", run(publish(sqlite, timed, burst)), burst), flush=True)
+        say(latency_line("SQLite", run(publish(sqlite, timed, burst)), burst))
     cluster = None
-    url = args.postgres
+    url = postgres
     if url is None:
         from tests.helpers.postgres import start_cluster
 
         cluster = start_cluster()
         url = cluster.url()
     try:
-        print(latency_line("PostgreSQL", run(publish(url, timed, burst)), burst), flush=True)
+        say(latency_line("PostgreSQL", run(publish(url, timed, burst)), burst))
     finally:
         if cluster is not None:
             cluster.remove()
+
+
+# --- in `make bench` (bench/run.py, bench/harness/report.py) ---------------------------------------
+
+def run_section(mode: dict, log, incidents: list) -> dict | None:
+    """The cases in a process of their own (`--json`; a quick run sends fewer messages)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--json"]
+    if mode.get("rounds", 1) <= 1:
+        command.append("--quick")
+    results = json_results("topics", command, log, incidents)
+    for line in (results or {}).get("lines", []):
+        log(f"  {line}")
+    return results
+
+
+def section(results: dict | None) -> list[str]:
+    """The report's "Topics" section: the script's own lines."""
+    if not results:
+        return []
+    return ["## Topics", "",
+            "svc.runtime.topics on its own (not yet reachable from svc code, issue 34): local "
+            "fan-out to 1, 1,000 and 10,000 subscribers, and publish-to-receive latency between "
+            "two processes on SQLite and on PostgreSQL (bench/topics.py).", "",
+            "```text", *results["lines"], "```", ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres", help="a PostgreSQL database URL (else a private cluster)")
+    parser.add_argument("--quick", action="store_true", help="fewer messages")
+    parser.add_argument("--json", action="store_true", help="print the lines as one JSON object")
+    parser.add_argument("--receive", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.receive:
+        database, timed, burst = args.receive
+        run(receive(database, int(timed), int(burst)))
+        return
+    if not args.json:
+        measure(args.quick, args.postgres, lambda line: print(line, flush=True))
+        return
+    lines: list[str] = []
+    measure(args.quick, args.postgres, lines.append)
+    print(json.dumps({"lines": lines}))
 
 
 if __name__ == "__main__":
