@@ -62,6 +62,9 @@ class ParamSource(enum.Enum):
     DB = "db"        # the `Db` given to `serve`
     HEADERS = "headers"  # the request's header fields (a `Headers` parameter)
     UPLOAD = "upload"  # a file of a multipart body, or a whole raw body (an `Upload` parameter)
+    #: an `Events[T]` parameter: the route is an event stream route, whose `async def` handler
+    #: sends server-sent events (svc.runtime.http.events.EventStream; type name "Events")
+    EVENTS = "events"
 
 
 class ResultKind(enum.Enum):

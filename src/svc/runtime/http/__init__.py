@@ -9,6 +9,7 @@ answers, deadlines, workers, the built-in routes, and `test_request`'s in-memory
     routing.py         the route table: a request's method and path to its route
     binding.py         a request's captures, query, body and database into a handler's arguments
     uploads.py         an upload route's body received into temporary files (multipart or raw)
+    events.py          server-sent events: the stream an `Events[T]` handler sends events on
     answers.py         how each route is answered, one strategy object chosen at start-up
     eager.py           a handler's first step run at once, resumed without a Task if it suspends
     retries.py         a handler run again after its transaction clashed with another one

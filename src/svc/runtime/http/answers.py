@@ -1,6 +1,6 @@
 """How each route is answered, chosen once per route at start-up: one strategy object each.
 
-A route is answered in one of seven ways, and which one never changes while the server runs:
+A route is answered in one of eight ways, and which one never changes while the server runs:
 
     FixedBytes      /health: the same bytes every time (responses.Fixed)
     CallNow         a plain `def` handler: bind, call, answer, all in the callback that read
@@ -9,6 +9,8 @@ A route is answered in one of seven ways, and which one never changes while the 
                     at once (`Connection.start_handler`, eager.py); answered when it ends
     StartRetried    the same, for a handler the compiler proved safe to run again when its
                     transaction clashes with another one (retries.py)
+    StartEventStream  an event stream route (an `Events[T]` parameter): started as
+                    StartCoroutine starts one, with the handler's `EventStream` (events.py)
     StreamBody      /stream: a chunked body the handler writes piece by piece
     UpgradeToWebSocket  /ws: the connection becomes a WebSocket session
     AnswerOptions   OPTIONS on a known path (and `OPTIONS *`): 204 with the `Allow` line
@@ -25,8 +27,8 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING
 
-from svc.rules.contract import ResultKind, Route
-from svc.runtime.http import responses
+from svc.rules.contract import ParamSource, ResultKind, Route
+from svc.runtime.http import events, responses
 from svc.runtime.http.binding import BindError
 from svc.runtime.http.protocol import Request
 from svc.runtime.http.retries import run_retried
@@ -111,6 +113,29 @@ class StartRetried(Answer):
         conn.start_handler(req, route, run_retried(conn, req, route, captures, args))
 
 
+class StartEventStream(Answer):
+    """An event stream route: its handler gets an `events.EventStream` at `at` among its
+    arguments and is started as any `async def` one; its first event starts the stream
+    (Connection.begin_events). HEAD is answered with the stream's head alone, the handler
+    not run (it could only send a body nobody reads, for as long as it likes)."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        if req.method == "HEAD":
+            keep = conn.keeps_alive(req)
+            return conn.send(req, 200, keep, responses.head(
+                200, events.CONTENT_TYPE, None, keep, events.HEAD_FIELDS + conn.id_line(req)))
+        try:
+            args = route.arguments(captures, req, conn.app.db)
+        except BindError as refusal:
+            return conn.refuse(req, refusal)
+        args[self.at] = events.EventStream(conn, req, route)
+        conn.start_handler(req, route, route.handler(*args))
+
+
 class StreamBody(Answer):
     """/stream: the connection writes the head, the handler the chunks, the connection the end."""
 
@@ -174,6 +199,9 @@ def answer_for(route: Route) -> Answer:
         return STREAM_BODY
     if route.result is ResultKind.WEBSOCKET:
         return UPGRADE_TO_WEBSOCKET
+    for at, param in enumerate(route.params):
+        if param.source is ParamSource.EVENTS:
+            return StartEventStream(at)
     if inspect.iscoroutinefunction(route.handler):
         return START_RETRIED if route.retried else START_COROUTINE
     return CALL_NOW

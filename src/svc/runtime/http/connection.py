@@ -5,7 +5,8 @@ the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what
 resolves to, hands it to the route's answer strategy (answers.py: call a plain handler, start
 an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes the answer
 (responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
-`send`, `start_handler`, `stream`, `upgrade`); the others return events, matches and bytes.
+`send`, `start_handler`, `stream`, `upgrade`; an event stream's first and last events,
+`begin_events` and `end_events`, from events.py); the others return events, matches and bytes.
 
 A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
 in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from svc.rules.contract import BODY_RATE_MIN, PROCESSING_LIMIT, ResultKind
 from svc.process import fault_message
-from svc.runtime.http import builtin_routes, custom_response, eager, responses
+from svc.runtime.http import builtin_routes, custom_response, eager, events, responses
 from svc.runtime.http.context import request_deadline_var as _deadline_var
 from svc.runtime.http.deadlines import Sweeper
 from svc.runtime.http.phases import (  # noqa: F401 - Phase and TRANSITIONS: this module's API
@@ -123,6 +124,9 @@ class Connection(asyncio.Protocol):
         self.on_phase: Any = None
         self.current: Any = None  # (Request, CompiledRoute) while a handler runs
         self.ws: Any = None  # the EchoSession once upgraded
+        #: the events.EventStream of an event stream route once its stream started (its
+        #: first event), until it ends: STREAMING with it means heartbeats, not /stream
+        self.events: Any = None
         #: The route of the request in progress (None for a 404 or 405), for the log line
         #: and the metrics: one attribute store a request.
         self.route: CompiledRoute | None = None
@@ -159,6 +163,8 @@ class Connection(asyncio.Protocol):
         if self.phase is not CLOSED:  # not closed by us: the peer left, or a write failed
             self._enter(CLOSED, 0.0)
         self.closing = True
+        if self.events is not None:  # the client left an event stream: its access line
+            self._events_lost()
         self.app.forget(self)
         self._let_go()
         task = self.task
@@ -231,6 +237,8 @@ class Connection(asyncio.Protocol):
         if phase is UPGRADED:
             self._ws_send(*self.ws.receive_eof())
             return True
+        if self.events is not None:  # an event stream's client left: close, cancelling it
+            return False
         if self.pending or phase is HANDLING or phase is STREAMING:
             self.closing = True  # answer what was asked, then close
             return True
@@ -244,6 +252,8 @@ class Connection(asyncio.Protocol):
             self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
         elif phase is WAITING or phase is LINGERING:
             self._close()
+        elif self.events is not None:  # a stream idle for the heartbeat interval
+            self.deadline = self.events.heartbeat(now)
 
     # --- requests --------------------------------------------------------------------------
 
@@ -318,8 +328,10 @@ class Connection(asyncio.Protocol):
                 tracer.request_left(traced)
         if finished:
             return self.answer(req, route, outcome)
-        # It awaits something: its Resumer answers when done, or the sweep at the limit.
-        self._enter(HANDLING, deadline)
+        # It awaits something: its Resumer answers when done, or the sweep at the limit
+        # (not an event stream that started in its first step: no limit from then on).
+        if self.phase is not STREAMING:
+            self._enter(HANDLING, deadline)
         self.current = (req, route)
         resumer: eager.Resumer = outcome
         self.task = resumer
@@ -373,6 +385,8 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 return self.fault(req, exc)
             return self.finish(req, 200, JSON, body)
+        if self.events is not None:  # an event stream's handler returned: the stream ends
+            return self.end_events(req, route, value)
         if value.__class__ is SvcError:  # with its header fields (answers.answer_error)
             return answer_error(self, req, route, value)
         if route.responds:
@@ -400,6 +414,9 @@ class Connection(asyncio.Protocol):
         which the answer carries too), the client gets 500."""
         trace = "".join(traceback.format_exception(exc))
         fault = fault_message(exc)
+        if self.events is not None:  # after the stream started its status is sent: end it
+            self.app.log.request_error(req, self.route, "internal error", trace, fault)
+            return self.end_events(req, self.route, None)
         if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
             self.app.log.request_error(req, self.route, "request timed out", trace, fault)
             return self.finish(req, 504, JSON, responses.TIMED_OUT)
@@ -530,6 +547,13 @@ class Connection(asyncio.Protocol):
         phase = self.phase
         if phase is UPGRADED:
             self._ws_send(*self.ws.close())
+        elif self.events is not None:  # an event stream ends now: its handler is cancelled
+            task, self.task = self.task, None
+            self.current = None
+            if task is not None:
+                self.app.in_flight -= 1
+                task.cancel()
+            self.end_events(self.events.req, self.route, None)
         elif phase is WAITING and not self.pending:
             self._close()
         elif phase is LINGERING:
@@ -560,6 +584,38 @@ class Connection(asyncio.Protocol):
         self.current = None
         self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
         self._after_async()
+
+    # --- event streams (events.py) ---------------------------------------------------------
+
+    def begin_events(self, stream: Any) -> None:
+        """An event stream's first event: the head and the `retry:` chunk, then STREAMING,
+        whose deadline is the first heartbeat's (the processing limit no longer applies)."""
+        req = stream.req
+        keep = self.keeps_alive(req)
+        self._write(responses.head(200, events.CONTENT_TYPE, None, keep,
+                                   events.HEAD_FIELDS + self.id_line(req)) + events.FIRST_CHUNK)
+        self._flush()
+        now = self.loop.time()
+        stream.last_write = now
+        self.events = stream
+        self._enter(STREAMING, now + events.HEARTBEAT_SECONDS)
+
+    def end_events(self, req: Request, route: CompiledRoute | None, outcome: Any) -> None:
+        """The stream is over (its handler returned `outcome`; None: a fault, or the server
+        stops it): the last chunk, the access line (status 200, its whole duration)."""
+        stream, self.events = self.events, None
+        stream.end(outcome)
+        self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
+
+    def _events_lost(self) -> None:
+        """The client of a started stream left: its handler is cancelled (by the caller,
+        connection_lost), the stream logged as answered (200, until now)."""
+        stream, self.events = self.events, None
+        stream.end(None)
+        req = stream.req
+        log = self.app.log
+        if log.on:
+            log.access(req.method, req.target, 200, self.started, self.route, req.rid, self)
 
     def upgrade(self, req: Request) -> None:
         if req.method != "GET" or not req.upgrade or self.closing:

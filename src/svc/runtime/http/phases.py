@@ -8,7 +8,8 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
     RECEIVING  headers complete, body still arriving            → 504 and close
                (a body that may pass 1 MiB is paced: a second more per BODY_RATE_MIN bytes)
     HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
-    STREAMING  /stream is writing (no deadline)
+    STREAMING  /stream is writing (no deadline), or an event stream (events.py) has
+               started                                          → a heartbeat if idle
     UPGRADED   a WebSocket session (no deadline)
     LINGERING  our side is done; drain the peer, then close      → close
     CLOSED     the transport is closed or closing
@@ -42,7 +43,7 @@ STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     WAITING: frozenset({WAITING, RECEIVING, HANDLING, STREAMING, UPGRADED, LINGERING, CLOSED}),
     RECEIVING: frozenset({WAITING, HANDLING, STREAMING, LINGERING, CLOSED}),
-    HANDLING: frozenset({WAITING, LINGERING, CLOSED}),
+    HANDLING: frozenset({WAITING, STREAMING, LINGERING, CLOSED}),
     STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
     UPGRADED: frozenset({LINGERING, CLOSED}),
     LINGERING: frozenset({LINGERING, CLOSED}),
