@@ -61,7 +61,9 @@ async def idle(stream, ms):
     return None
 
 
-async def forever(stream, tag):
+async def forever(stream, tag, ms):
+    if ms:  # its stream starts `ms` later
+        await asyncio.sleep(ms / 1000)
     ev.send_event(stream, b'"started"')
     try:
         await asyncio.sleep(3600)
@@ -134,7 +136,8 @@ def routes() -> list[Route]:
         Route("GET", "/refuse", refuse, (events,), R.UNIT),
         Route("GET", "/resume", resume, (events,), R.UNIT),
         Route("GET", "/idle", idle, (events, Param("ms", S.QUERY, "i64")), R.UNIT),
-        Route("GET", "/forever", forever, (events, Param("tag", S.QUERY, "str")), R.UNIT),
+        Route("GET", "/forever", forever, (events, Param("tag", S.QUERY, "str"),
+                                           Param("ms", S.QUERY, "i64", optional=True)), R.UNIT),
         Route("GET", "/flood", flood, (events, Param("ms", S.QUERY, "i64")), R.UNIT),
         Route("GET", "/steady", steady, (events, Param("ms", S.QUERY, "i64")), R.UNIT),
         Route("GET", "/late", late, (events, Param("ms", S.QUERY, "i64")), R.UNIT),

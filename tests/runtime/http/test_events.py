@@ -224,9 +224,15 @@ def test_shutdown_ends_open_streams_at_once(tmp_path):
         assert stream.head().status == 200
         assert stream.chunk() == b"retry: 2000\n\n"
         assert stream.chunk() == b'data: "started"\n\n'
+    # and one whose handler sends its first event 0.3 s after the stop began
+    late = Stream(proc.port, "/forever?tag=late&ms=300")
+    time.sleep(0.1)  # its request is read
     started = time.monotonic()
     assert proc.stop(signal.SIGTERM) == 0
     assert time.monotonic() - started < 1.5  # well under the 2 s processing limit
+    assert late.head().headers["connection"] == "close"
+    assert late.rest() == [b"retry: 2000\n\n", b'data: "started"\n\n']
+    late.close()
     for stream in streams:
         assert stream.chunk() == b""  # the last chunk: a proper end
         assert stream.client.closed_by_peer(2)

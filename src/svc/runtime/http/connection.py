@@ -253,6 +253,8 @@ class Connection(asyncio.Protocol):
         elif phase is WAITING or phase is LINGERING:
             self._close()
         elif self.events is not None:  # a stream idle for the heartbeat interval
+            if self.app.shutting_down:  # it started after the stop began (begin_events)
+                return self.shutdown()
             self.deadline = self.events.heartbeat(now)
 
     # --- requests --------------------------------------------------------------------------
@@ -589,7 +591,9 @@ class Connection(asyncio.Protocol):
 
     def begin_events(self, stream: Any) -> None:
         """An event stream's first event: the head and the `retry:` chunk, then STREAMING,
-        whose deadline is the first heartbeat's (the processing limit no longer applies)."""
+        whose deadline is the first heartbeat's (the processing limit no longer applies).
+        A stream that starts once the server is stopping is ended by the next sweep (not
+        here: its handler's step is still running, and must not be answered twice)."""
         req = stream.req
         keep = self.keeps_alive(req)
         self._write(responses.head(200, events.CONTENT_TYPE, None, keep,
@@ -598,7 +602,7 @@ class Connection(asyncio.Protocol):
         now = self.loop.time()
         stream.last_write = now
         self.events = stream
-        self._enter(STREAMING, now + events.HEARTBEAT_SECONDS)
+        self._enter(STREAMING, now if self.app.shutting_down else now + events.HEARTBEAT_SECONDS)
 
     def end_events(self, req: Request, route: CompiledRoute | None, outcome: Any) -> None:
         """The stream is over (its handler returned `outcome`; None: a fault, or the server
