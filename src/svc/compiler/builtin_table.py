@@ -59,6 +59,16 @@ RESULT_ARG = "result_arg"  # any Result[T, Error]; typed by the Result the conte
 #                            (`with_header(unauthorized("..."), ...)`)
 PYTHON_FUNCTION = "python_function"  # the name of a @python function (`python_stub`)
 PYTHON_ANSWER = "python_answer"  # a value of that function's return type (`python_stub`)
+TOPIC_NAME = "topic_name"  # a str literal naming a topic (`topic`, a Topic constant's value)
+TOPIC = "topic"  # any Topic[T] (`publish`, `subscribe`)
+SUBSCRIPTION = "subscription"  # any Subscription[T] (`receive`)
+EVENTS = "events"  # any Events[T] (`send_event`)
+SOCKET = "socket"  # any WebSocket[In, Out] (`ws_send`)
+#: a value of the message type of the argument before: T of a Topic[T] or Events[T], Out of
+#: a WebSocket[In, Out] (`publish`, `send_event`, `ws_send`)
+MESSAGE = "message"
+SOCKET_SUBSCRIPTION = "socket_subscription"  # a Subscription[Out] for the WebSocket[In, Out]
+#                                              before it (`ws_forward`)
 
 Kind = str
 ParamSpec = Union[Type, Kind]
@@ -77,6 +87,11 @@ RESULT_OPT_OF_TYPE_ARG = "result_opt_of_type_arg"  # Result[T?, Error] (`db_one[
 RESPONSE_OF_BODY = "response_of_body"  # Response[T], T the second argument's type (`respond`)
 BODY_OF_RESPONSE = "body_of_response"  # T, the first argument being a Response[T] (`body`)
 TYPE_ARG = "type_arg"  # T itself (`config[T]`)
+TOPIC_FROM_CONTEXT = "topic_from_context"  # the Topic[T] the constant declares (`topic`)
+RESULT_SUBSCRIPTION = "result_subscription"  # Result[Subscription[T], Error] for the
+#                                               Topic[T] argument (`subscribe`)
+OPT_OF_MESSAGE = "opt_of_message"  # T? for a Subscription[T] (`receive`), In? for a
+#                                    WebSocket[In, Out] (`ws_receive`)
 
 # Type-argument constraints:
 ROW_CLASS = "row_class"  # a class (fields by name), or a scalar or enum (one column): db_types.py
@@ -119,6 +134,10 @@ ENQUEUE_JOB = SpecialForm("enqueue_job")  # enqueue(db, "name", p): jobs.enqueue
 #                                           p, the job's attempts, its deadline in ms)
 PYTHON_STUB = SpecialForm("python_stub")  # python_stub(f, answer):
 #   python_calls.python_stub("f", answer): the function's name, not the function
+TOPIC_NAME_VALUE = SpecialForm("topic_name_value")  # topic("name"): the name, a constant
+WITH_MESSAGE_TYPE = SpecialForm("with_message_type")  # receive(s), ws_receive(ws): the function
+#   of the same name in runtime/lib/live.py, given the message type first, as a run-time type
+#   (it decodes the JSON)
 MIGRATE = SpecialForm("migrate")  # db_migrate(db, steps) as it is; db_migrate(db): the steps
 #   svc.toml's [migrations] declares, embedded per dialect (migrations.db_migrate_declared)
 
@@ -384,6 +403,48 @@ BUILTINS: dict[str, Builtin] = dict([
        "Puts the file at path (its folder must exist), whole or not at all, replacing what is "
        "there; busy when the disk is full.", errors=frozenset({"invalid", "busy", "internal"}),
        effect="writes a file"),
+    # topics, event streams and WebSockets (runtime/lib/live.py)
+    _b("topic(name) -> Topic[T]", (TOPIC_NAME,), TOPIC_FROM_CONTEXT, TOPIC_NAME_VALUE,
+       "Declares a topic: only the value of a constant NAME: Topic[T] = topic(\"name\"), whose "
+       "T is the class (or other JSON type) of its messages."),
+    _b("async publish(db: Db, t: Topic[T], message: T) -> Result[unit, Error]",
+       (DB, TOPIC, MESSAGE), ResultOf(UNIT), "lib.live.publish",
+       "Sends message to every subscriber of the topic, in every process on db's database, "
+       "now; live delivery, at most once and in order per publisher.",
+       errors=DATABASE_ERRORS, effect="publishes a message"),
+    _b("async subscribe(db: Db, t: Topic[T]) -> Result[Subscription[T], Error]", (DB, TOPIC),
+       RESULT_SUBSCRIPTION, "lib.live.subscribe",
+       "A subscription to the topic on db's database: it gets each message published from "
+       "now on, until the function holding it ends.", errors=DATABASE_ERRORS),
+    _b("async receive(s: Subscription[T]) -> T?", (SUBSCRIPTION,), OPT_OF_MESSAGE,
+       WITH_MESSAGE_TYPE,
+       "Waits for the subscription's next message; None once it is closed (the server stops)."),
+    _b("send_event(e: Events[T], message: T, event: str?, id: str?) -> bool",
+       (EVENTS, MESSAGE, Opt(STR), Opt(STR)), BOOL, "lib.live.send_event",
+       "Sends message as one server-sent event (its JSON in data:, with event: and id: when "
+       "given); the first starts the stream. False when the client is gone or reads too "
+       "slowly (the event is dropped).", fewest=2, effect="sends an event"),
+    _b("last_event_id(e: Events[T]) -> str?", (EVENTS,), Opt(STR), "lib.live.last_event_id",
+       "The Last-Event-ID a reconnecting client sent (the id of the last event it got), or "
+       "None."),
+    _b("async ws_receive(ws: WebSocket[In, Out]) -> In?", (SOCKET,), OPT_OF_MESSAGE,
+       WITH_MESSAGE_TYPE,
+       "Waits for the client's next message, decoded as an In; None once the socket is closed "
+       "(a message that is not an In closes it with 1007)."),
+    _b("async ws_send(ws: WebSocket[In, Out], message: Out) -> bool", (SOCKET, MESSAGE), BOOL,
+       "lib.live.ws_send",
+       "Sends message to the client (JSON in a text frame; bytes in a binary one), waiting "
+       "while the client is behind; False once the socket is closed.",
+       effect="sends a WebSocket message"),
+    _b("ws_close(ws: WebSocket[In, Out], code: i64, reason: str)", (SOCKET, I64, STR), UNIT,
+       "lib.live.ws_close",
+       "Closes the socket with code (1000, or 3000-4999) and reason; ws_receive then answers "
+       "None.", effect="closes a WebSocket"),
+    _b("ws_forward(ws: WebSocket[In, Out], s: Subscription[Out])", (SOCKET, SOCKET_SUBSCRIPTION),
+       UNIT, "lib.live.ws_forward",
+       "Sends every message of the subscription to the client, in the background, until the "
+       "socket closes (the handler meanwhile reads with ws_receive).",
+       effect="sends WebSocket messages"),
     # calling other services (runtime/lib/outbound.py, on aiohttp's client)
     _b("async http_get(url: str, headers: Headers) -> Result[Response[str], Error]",
        (STR, HEADERS), ResultOf(ResponseOf(STR)), "lib.outbound.http_get",
@@ -509,9 +570,11 @@ RANGE_LOWERING = RuntimeCall("lib.support", "range_")
 #: Every name a program may not define itself: the builtins, `range` and the type names.
 TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
                         "Error", "List", "Result", "view", "Headers", "Response", "Map",
-                        "Upload"})
+                        "Upload", "Topic", "Subscription", "Events", "WebSocket"})
 #: The HTTP types, resolved by compiler/check/http_types.py.
 HTTP_TYPE_NAMES = frozenset({"Headers", "Response", "Upload"})
+#: The types of topics and streams, resolved by compiler/check/live_types.py.
+LIVE_TYPE_NAMES = frozenset({"Topic", "Subscription", "Events", "WebSocket"})
 RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 
 #: Human-readable names of the parameter kinds, for "expected ..., found ..." messages.
@@ -537,4 +600,9 @@ KIND_TEXT = {
     RESULT_ARG: "a Result[T, Error]",
     PYTHON_FUNCTION: "the name of a @python function",
     PYTHON_ANSWER: "a value of the @python function's return type",
+    TOPIC_NAME: "a string literal",
+    TOPIC: "a Topic[T]",
+    SUBSCRIPTION: "a Subscription[T]",
+    EVENTS: "an Events[T]",
+    SOCKET: "a WebSocket[In, Out]",
 }

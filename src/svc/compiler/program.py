@@ -35,6 +35,17 @@ class ConstInfo:
     file: str
 
 
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic the program declares (`NAME: Topic[T] = topic("name")`): its name, the type of
+    its messages and the constant that declares it."""
+
+    name: str
+    message: Type
+    constant: str
+    span: Span
+
+
 @dataclass
 class FunctionInfo:
     name: str
@@ -143,6 +154,7 @@ class CheckedProgram:
     generic_classes: dict[str, ClassInfo] = field(default_factory=dict)
     functions: dict[str, FunctionInfo] = field(default_factory=dict)
     constants: dict[str, ConstInfo] = field(default_factory=dict)  # declaration order
+    topics: dict[str, TopicInfo] = field(default_factory=dict)  # by topic name
     enums: dict[str, syntax.EnumDef] = field(default_factory=dict)  # declaration order
     routes: list[RouteInfo] = field(default_factory=list)
     jobs: dict[str, JobInfo] = field(default_factory=dict)  # by job name

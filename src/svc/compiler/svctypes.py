@@ -72,6 +72,39 @@ class MapOf(Type):
 
 
 @dataclass(frozen=True)
+class TopicOf(Type):
+    """`Topic[T]`: a named topic whose messages are T values (a constant made by
+    `topic("name")`; at run time, its name)."""
+
+    message: Type
+
+
+@dataclass(frozen=True)
+class SubscriptionOf(Type):
+    """`Subscription[T]`: a live subscription to a `Topic[T]` (`subscribe`); never stored,
+    listed or returned: it ends with the function that holds it."""
+
+    message: Type
+
+
+@dataclass(frozen=True)
+class EventsOf(Type):
+    """`Events[T]`: an event stream route's stream, whose events are T values (a handler
+    parameter); never stored, listed or returned."""
+
+    message: Type
+
+
+@dataclass(frozen=True)
+class SocketOf(Type):
+    """`WebSocket[In, Out]`: a WebSocket route's session, receiving `In` messages and sending
+    `Out` ones (a handler parameter); never stored, listed or returned."""
+
+    incoming: Type
+    outgoing: Type
+
+
+@dataclass(frozen=True)
 class TypeParam(Type):
     """A generic class's type parameter (`T` of `class Page[T]`), seen only while the
     class's own fields are checked; every use of the class substitutes a real type."""
@@ -129,7 +162,14 @@ def format_type(t: Type) -> str:
         return f"Map[str, {format_type(t.value)}]"
     if isinstance(t, TypeParam):
         return t.name
+    if isinstance(t, (TopicOf, SubscriptionOf, EventsOf)):
+        return f"{_LIVE_NAMES[type(t)]}[{format_type(t.message)}]"
+    if isinstance(t, SocketOf):
+        return f"WebSocket[{format_type(t.incoming)}, {format_type(t.outgoing)}]"
     return repr(t)
+
+
+_LIVE_NAMES = {TopicOf: "Topic", SubscriptionOf: "Subscription", EventsOf: "Events"}
 
 
 # --- checker helpers --------------------------------------------------------------------------
@@ -215,6 +255,13 @@ def contains_upload(t: Type) -> bool:
     temporary file is closed when the request ends, so it may not be stored, listed or
     returned)."""
     return _occurs(t, lambda u: u == UPLOAD)
+
+
+def contains_stream(t: Type) -> bool:
+    """Whether a `Subscription[T]`, `Events[T]` or `WebSocket[In, Out]` occurs anywhere in `t`
+    (like `Headers`, each lives as long as the function or request that holds it: it may not
+    be stored, listed or returned)."""
+    return _occurs(t, lambda u: isinstance(u, (SubscriptionOf, EventsOf, SocketOf)))
 
 
 def is_json_type(t: Type, class_fields, _seen: frozenset = frozenset()) -> bool:

@@ -13,6 +13,8 @@ compiler and applied by the runtime with the same code, so the two cannot disagr
                        a literal that breaks them is a compile error, a computed one a fault
     traffic.py         svc.toml's `[cors]` and `[rate_limit]` tables: their keys, their checks
                        and the plain settings the gate is built with
+    topic_names.py     what may name a topic: a `topic("name")` literal is checked with the
+                       rule the topics service applies
     config_values.py   typed configuration: the rules `config[T]()` reads values by (the
                        compiler checks `[config]` with them, the runtime reads the environment)
     settings.py        svc.toml's tables as one frozen Settings value built by project.py,

@@ -65,6 +65,9 @@ class ParamSource(enum.Enum):
     #: an `Events[T]` parameter: the route is an event stream route, whose `async def` handler
     #: sends server-sent events (svc.runtime.http.events.EventStream; type name "Events")
     EVENTS = "events"
+    #: a `WebSocket[In, Out]` parameter: the route upgrades to a WebSocket, whose `async def`
+    #: handler receives and sends messages (svc.runtime.http.sockets; type name "WebSocket")
+    SOCKET = "socket"
 
 
 class ResultKind(enum.Enum):

@@ -11,7 +11,8 @@ from svc.compiler.codegen.builtin_calls import SPECIAL_FORMS
 from svc.compiler.svctypes import ResultOf
 from svc.runtime.lib.support import STATUS_BY_KIND
 
-_RESULT_OF_TYPE_ARG = {B.RESULT_OF_TYPE_ARG, B.RESULT_LIST_OF_TYPE_ARG, B.RESULT_OPT_OF_TYPE_ARG}
+_RESULT_OF_TYPE_ARG = {B.RESULT_OF_TYPE_ARG, B.RESULT_LIST_OF_TYPE_ARG, B.RESULT_OPT_OF_TYPE_ARG,
+                       B.RESULT_SUBSCRIPTION}
 
 
 def test_every_runtime_function_a_record_names_exists():

@@ -12,6 +12,8 @@
     body.py         a body's statements and that it returns on every path
     http_types.py   the rules of the HTTP types (`Headers`, `Response[T]`) and their builtins,
                     and of the test client's literal arguments
+    live_types.py   topics and streams (`Topic[T]`, `Subscription[T]`, `Events[T]`,
+                    `WebSocket[In, Out]`): topic constants, what may hold them, their builtins
     constants.py    module-level constants (literal-built values) and enums
     some.py         `Some(x)` as an expression
     maps.py         `Map[str, T]`: the written type and the empty map

@@ -14,7 +14,7 @@ import os
 
 from svc.compiler import builtin_table as B
 from svc.compiler.check import config_class, generics, maps, http_types as check_http
-from svc.compiler.check import db_types, regex_patterns
+from svc.compiler.check import db_types, live_types, regex_patterns
 from svc.compiler.check.context import suggest
 from svc.compiler.check.includes import include_problem
 from svc.compiler.check.some import SOME, some_call
@@ -219,6 +219,8 @@ class CallChecker(ExpressionChecker):
 
     def call_builtin(self, call: syntax.Call, b: B.Builtin, expected, awaited: bool) -> Type:
         call.call_kind, call.target = "builtin", b.name
+        if b.name == "topic":  # only a topic constant's value (constants.py checks that one)
+            return live_types.topic_outside_constant(self, call)
         if isinstance(expected, Opt) and isinstance(expected.inner, ResultOf):
             expected = expected.inner  # ok(...) where a Result[T, Error]? is expected: a T
         type_arg = self.type_argument(call, b)
@@ -291,6 +293,9 @@ class CallChecker(ExpressionChecker):
             return check_http.response_of(arg_types)
         if r == B.TYPE_ARG:
             return type_arg if type_arg is not None else UNKNOWN
+        live = live_types.result_of(r, arg_types)
+        if live is not None:
+            return live
         if r == B.BODY_OF_RESPONSE:
             return arg_types[0].body if arg_types and isinstance(arg_types[0], ResponseOf) \
                 else UNKNOWN
@@ -387,6 +392,9 @@ class CallChecker(ExpressionChecker):
             return self.python_function_name(arg)
         if spec == B.PYTHON_ANSWER:
             return self.expect(arg, earlier[0] if earlier else UNKNOWN, what)
+        wanted = live_types.expected_argument(spec, earlier)
+        if wanted is not None:
+            return self.expect(arg, wanted, what)
         t = self.expr(arg, self.literal_hint(call, b, i, spec))
         if t != UNKNOWN and not self.fits_kind(t, spec):
             hint = db_types.argument_hint(t, self.ctx.program.classes) if spec == B.DB_ARG \
@@ -435,6 +443,9 @@ class CallChecker(ExpressionChecker):
             return db_types.argument_fits(t, self.ctx.field_types)
         if kind == B.DB_OR_TX:
             return t in (DB, TX)
+        live = live_types.fits_kind(t, kind)
+        if live is not None:
+            return live
         return t != NONE  # ANY
 
     def python_function_name(self, arg: syntax.Expr) -> Type:

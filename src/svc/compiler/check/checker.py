@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from svc.compiler.check.background import build_background
-from svc.compiler.check import generics, http_types as check_http
+from svc.compiler.check import generics, http_types as check_http, live_types
 from svc.compiler.check.body import BodyChecker
 from svc.compiler.check.constants import check_constants, check_enum, enum_type
 from svc.compiler.check.context import CheckContext, Definition, suggest
@@ -165,6 +165,8 @@ class Checker:
         name, args = texpr.name, texpr.args
         if name in check_http.TYPE_NAMES:
             return check_http.resolve_type(self.ctx, texpr, file)
+        if name in live_types.TYPE_NAMES:
+            return live_types.resolve_type(self.ctx, texpr, file)
         if name in _PRIMS or name in ("List", "Result", "view"):
             return self.resolve_builtin_type(texpr, file)
         special = generics.resolve_named(self, texpr, file)  # T, Map[str, T], Page[T]

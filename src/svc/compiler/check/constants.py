@@ -1,7 +1,8 @@
 """Module-level constants and enums: their declarations (docs/reference/language.md,
 "Constants" and "Enums").
 
-A constant's value is built from literals only (numbers, strings, bools, `None`, lists, class
+A constant of type `Topic[T]` declares a topic instead: its value is `topic("name")`
+(check/live_types.py). Any other constant's value is built from literals only (numbers, strings, bools, `None`, lists, class
 instances, enum members, `Some(...)`), so it is known before any code runs and cannot depend
 on the order in which files run or on a database. It is checked like any expression, against
 its declared type, by the body checker of a stand-in function without parameters. Where a
@@ -10,12 +11,13 @@ constant is used, and why it cannot be changed, is the body checker's part (`bod
 
 from __future__ import annotations
 
+from svc.compiler.check import live_types
 from svc.compiler.check.body import BodyChecker
 from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
 from svc.compiler.program import ConstInfo, FunctionInfo
 from svc.compiler.svctypes import (
-    UNIT, UNKNOWN, EnumRef, Type, format_type, is_json_type,
+    UNIT, UNKNOWN, EnumRef, TopicOf, Type, format_type, is_json_type,
 )
 
 
@@ -44,9 +46,15 @@ def check_constants(ctx: CheckContext) -> None:
 
 def _check_constant(ctx: CheckContext, decl: syntax.ConstDef, file: str) -> ConstInfo:
     t = ctx.resolve_type(decl.annotation, file)
+    if isinstance(t, TopicOf):  # a topic's declaration: `NAME: Topic[T] = topic("name")`
+        live_types.check_topic_constant(ctx, decl, t)
+        return ConstInfo(decl.name, t, decl, file)
+    if t == UNKNOWN and live_types.is_topic_call(decl.value):  # its Topic[T] was reported
+        return ConstInfo(decl.name, t, decl, file)
     if t != UNKNOWN and (t == UNIT or not is_json_type(t, ctx.field_types)):
         ctx.error(f"constant '{decl.name}' cannot be {format_type(t)}: a constant holds "
-                  "numbers, str, bool, enum members, lists, class instances or T? of them",
+                  "numbers, str, bool, enum members, lists, class instances or T? of them "
+                  "(or declares a topic: NAME: Topic[T] = topic(\"name\"))",
                   decl.annotation.span)
         t = UNKNOWN
     culprit = _not_literal(decl.value, ctx, file)

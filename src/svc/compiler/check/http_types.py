@@ -17,6 +17,7 @@ checking a call), so this module imports neither the checker nor the body checke
 from __future__ import annotations
 
 from svc.compiler.builtin_table import HTTP_TYPE_NAMES
+from svc.compiler.check import live_types
 from svc.compiler.check.context import CheckContext
 from svc.compiler.front import syntax
 from svc.compiler.front.imports import TEST_SUFFIX
@@ -73,7 +74,7 @@ def field_problem(t: Type) -> str | None:
                 f"({UPLOAD_KEEPING})")
     if _contains_response(t):
         return "a Response cannot be stored in a class field (a handler returns it)"
-    return None
+    return live_types.storage_problem(t, "in a class field")
 
 
 def list_problem(t: Type) -> str | None:
@@ -82,7 +83,7 @@ def list_problem(t: Type) -> str | None:
         return "a Headers cannot be put in a list"
     if contains_upload(t):
         return "an Upload cannot be put in a list (take one parameter per file)"
-    return None
+    return live_types.storage_problem(t, "in a list")
 
 
 def return_problem(function: str, t: Type) -> str | None:
@@ -92,7 +93,7 @@ def return_problem(function: str, t: Type) -> str | None:
                 "header() instead)")
     if contains_upload(t):
         return f"function '{function}' cannot return an Upload ({UPLOAD_KEEPING})"
-    return None
+    return live_types.return_problem(function, t)
 
 
 #: How a program keeps what an Upload holds past its request.

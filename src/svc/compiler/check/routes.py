@@ -16,8 +16,9 @@ from svc.compiler.diagnostics import Diagnostic
 from svc.compiler.program import FunctionInfo, ParamInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.compiler.svctypes import (
-    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, UPLOAD, ClassRef, EnumRef, ListOf, MapOf,
-    Opt, ResponseOf, ResultOf, Type, View, format_type, UNKNOWN, is_json_type,
+    BOOL, BYTES, DB, F64, HEADERS, HTML, I32, I64, STR, UNIT, UPLOAD, ClassRef, EnumRef, EventsOf,
+    ListOf, MapOf, Opt, ResponseOf, ResultOf, SocketOf, Type, View, format_type, UNKNOWN,
+    is_json_type,
 )
 from svc.rules.contract import (
     BODY_LIMIT, ParamSource, PathError, ResultKind, body_limit_problem, parse_path, size_bytes,
@@ -30,6 +31,9 @@ RESERVED_PATHS = ("/health", "/ready", "/stream", "/ws")
 PATH_TYPES = (I64, I32, STR)
 #: The sources of parameters that read the request body (which a `body_limit` limits).
 _BODY_SOURCES = (ParamSource.BODY, ParamSource.RAW, ParamSource.UPLOAD)
+#: The sources of parameters that make a route a stream: its handler talks to the client
+#: for as long as it runs (an event stream, a WebSocket).
+_STREAM_SOURCES = (ParamSource.EVENTS, ParamSource.SOCKET)
 QUERY_TYPES = (I64, I32, F64, BOOL, STR)
 
 ClassFields = Callable[[str], list[Type]]
@@ -67,8 +71,8 @@ def bind_params(
         if source is None:
             problems.append(
                 f"parameter '{name}: {format_type(t)}' of handler '{fn.name}' cannot be bound "
-                "from a request (path capture, query scalar, body class, raw body, Upload, Db "
-                "or Headers)"
+                "from a request (path capture, query scalar, body class, raw body, Upload, Db, "
+                "Headers, Events[T] or WebSocket[In, Out])"
             )
             continue
         if source in _BODY_SOURCES:
@@ -104,6 +108,10 @@ def _source_of(t: Type, class_fields: ClassFields) -> ParamSource | None:
         return ParamSource.HEADERS
     if t == UPLOAD or t == Opt(UPLOAD):
         return ParamSource.UPLOAD
+    if isinstance(t, EventsOf):
+        return ParamSource.EVENTS
+    if isinstance(t, SocketOf):
+        return ParamSource.SOCKET
     if isinstance(t, (ClassRef, MapOf)):
         return ParamSource.BODY if is_json_type(t, class_fields) else None
     if t == BYTES or t == View(BYTES):
@@ -211,11 +219,37 @@ def _build_route(fn: FunctionInfo, attr: syntax.RouteAttr, class_fields: ClassFi
             span,
         )
     limit = _body_limit(attr, params, fail)
-    if problems or kind is None or limit is None:
+    streams = _stream_problem(fn, attr, params, kind)
+    if streams is not None:
+        fail(streams)
+    if problems or kind is None or limit is None or streams is not None:
         return None
     return RouteInfo(attr.method, attr.path, fn.name, tuple(params), kind,
                      holds_f64(fn.returns, class_fields), attr.path_span, uses, handler_args,
                      body_limit=limit)
+
+
+def _stream_problem(fn: FunctionInfo, attr: syntax.RouteAttr, params: list[ParamInfo],
+                    kind: ResultKind | None) -> str | None:
+    """What is wrong with an event stream or WebSocket route, or None: it is a GET (a browser's
+    EventSource and WebSocket send nothing else), it has one stream and reads no body, and
+    its handler returns Result[unit, Error] (what it says is in its stream)."""
+    streams = [p for p in params if p.source in _STREAM_SOURCES]
+    if not streams:
+        return None
+    what = "an event stream" if streams[0].source is ParamSource.EVENTS else "a WebSocket"
+    if len(streams) > 1:
+        return (f"handler '{fn.name}' has two streams, '{streams[0].name}' and "
+                f"'{streams[1].name}': a route is one event stream or one WebSocket")
+    if attr.method != "GET":
+        return f"route {attr.method} {attr.path} is {what} route: it must be a @get"
+    body = next((p for p in params if p.source in _BODY_SOURCES), None)
+    if body is not None:
+        return f"{what} route reads no request body: parameter '{body.name}' would"
+    if kind is not ResultKind.UNIT:
+        return (f"the handler of {what} route returns Result[unit, Error] (it answers with "
+                f"its stream), found {format_type(fn.returns)}")
+    return None
 
 
 def _body_limit(attr: syntax.RouteAttr, params: list[ParamInfo],

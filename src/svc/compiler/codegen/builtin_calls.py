@@ -230,6 +230,21 @@ def _python_stub(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.ex
     return _call(gen.runtime("lib.python_calls", "python_stub"), [ast.Constant(name), args[1]])
 
 
+def _topic_name_value(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
+    """`topic("name")`: a topic is its name at run time (checked when compiling)."""
+    return args[0]
+
+
+def _with_message_type(gen: Generator, e: syntax.Call, args: list[ast.expr]) -> ast.expr:
+    """`receive(s)` → `live.receive(T, s)`, `ws_receive(ws)` → `live.ws_receive(In, ws)`: the
+    runtime decodes each message's JSON into the type the checker gave the call (its T?)."""
+    result = e.type
+    message = result.inner if isinstance(result, T.Opt) else result
+    if message is None:
+        raise CodegenError(f"{e.target} without a checked message type")
+    return _call(gen.runtime("lib.live", e.target or ""), [gen.type_value(message)] + args)
+
+
 SPECIAL_FORMS: dict[B.SpecialForm,
                     Callable[[Generator, syntax.Call, list[ast.expr]], ast.expr]] = {
     B.UNBOXED: _unboxed,
@@ -242,5 +257,7 @@ SPECIAL_FORMS: dict[B.SpecialForm,
     B.HEADER_BY_TYPE: _header_by_type,
     B.ENQUEUE_JOB: _enqueue_job,
     B.MIGRATE: _migrate,
+    B.TOPIC_NAME_VALUE: _topic_name_value,
+    B.WITH_MESSAGE_TYPE: _with_message_type,
     B.PYTHON_STUB: _python_stub,
 }

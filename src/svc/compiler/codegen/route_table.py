@@ -47,6 +47,10 @@ def _param(p: ParamInfo, type_value, contract: ContractName) -> ast.expr:
         kind = ast.Constant("Headers")
     elif p.source is ParamSource.UPLOAD:
         kind = ast.Constant("Upload")
+    elif p.source is ParamSource.EVENTS:
+        kind = ast.Constant("Events")
+    elif p.source is ParamSource.SOCKET:
+        kind = ast.Constant("WebSocket")
     elif isinstance(p.type, T.EnumRef):  # PATH or QUERY: an enum's member names
         kind = ast.Constant(p.type.members)  # type: ignore[arg-type]  # a tuple of str
     else:  # PATH and QUERY: a scalar (already the inner type of a `T?` query parameter)

@@ -9,6 +9,8 @@
     config.py       `config[T]()`: the typed configuration, read once when the program starts
     passwords.py    `hash_password`, `verify_password`: scrypt on threads beside the loop
     uploads.py      `Upload` and its builtins: a request's file, read, hashed, moved off the loop
+    live.py         topics and streams: publish, subscribe, receive, server-sent events and
+                    WebSocket messages, where svc values become JSON and back
     outbound.py     calling other services: `http_get`, `http_send`, and `http_stub` in tests
     python_calls.py `@python` functions: the boundary, their thread pool, `python_stub`
     assertions.py   `assert_true`, `assert_eq`: the assertions of `svcc test`

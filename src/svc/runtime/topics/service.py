@@ -44,6 +44,7 @@ import secrets
 from typing import TYPE_CHECKING, Union
 
 from svc.rules.contract import MESSAGE_LIMIT
+from svc.rules.topic_names import MAX_TOPIC_LENGTH, topic_name_problem
 from svc.runtime import services
 from svc.runtime.db.base import Db
 from svc.runtime.lib.support import SvcError
@@ -54,9 +55,6 @@ if TYPE_CHECKING:
     from svc.runtime.topics.sqlite_bus import SqliteBus
 
     Bus = Union[PostgresBus, SqliteBus]
-
-#: The longest topic name, in characters.
-MAX_TOPIC_LENGTH = 200
 
 #: The metric families the service's gauges fill (svc.runtime.observability.metrics'
 #: FAMILIES shape: type, help, label names, buckets). The counters are this process's totals
@@ -92,12 +90,9 @@ def check_topic(topic: object) -> str:
     """`topic`, if it can name a topic; else the exception saying why."""
     if type(topic) is not str:
         raise TypeError(f"a topic name is a str, not {type(topic).__name__}")
-    if not 0 < len(topic) <= MAX_TOPIC_LENGTH:
-        raise TopicError(f"a topic name has 1 to {MAX_TOPIC_LENGTH} characters "
-                         f"(got {len(topic)})")
-    if not topic.isprintable():
-        raise TopicError(f"a topic name has no control or separator characters "
-                         f"(got {topic[:40]!r})")
+    problem = topic_name_problem(topic)
+    if problem is not None:
+        raise TopicError(problem)
     return topic
 
 
