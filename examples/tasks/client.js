@@ -95,6 +95,11 @@ export function createClient(baseUrl, options = {}) {
       return send(baseUrl, options, "GET", "/client.js", {},
         undefined, "bytes");
     },
+    /** GET /api/live (svc: live) */
+    live() {
+      return send(baseUrl, options, "GET", "/api/live", {},
+        undefined, "none");
+    },
     /** GET /api/tasks (svc: list_tasks) */
     listTasks() {
       return send(baseUrl, options, "GET", "/api/tasks", {},
