@@ -838,3 +838,46 @@ def test_uploads_never_raise(tmp_path: Path) -> None:
                 "async def main() -> Result[unit, Error]:\n    return ok(())\n")
 
     rejected_or_compiled(tmp_path / "uploads.svc", (program() for _ in range(EXAMPLES // 3)))
+
+
+#: Topics and streams among the mutation snippets, and the pieces of random live routes
+#: (test_live_routes_never_raise).
+SNIPPETS += [b"Topic[Note]", b"Events[Note]", b"WebSocket[Note, Note]", b'topic("notes")',
+             b"publish(db, NOTES, ", b"send_event(e, ", b"ws_receive(ws)"]
+_TOPICS = ['NOTES: Topic[Note] = topic("notes")', 'NOTES: Topic[Note] = topic("")',
+           'NOTES: Topic[Note] = "notes"', 'NOTES: Topic[Note?] = topic("n")',
+           'NOTES: Topic[Html] = topic("n")', 'NOTES: Topic[Note, Note] = topic("n")',
+           'NOTES: Topic[Note] = topic(NAME)', 'NOTES: Topic[Note] = topic("a", "b")',
+           'NOTES: Topic[Note] = topic("a\\tb")', 'NOTES: Topic[i64] = topic("n")']
+_LIVE_PARAMS = ["db: Db, e: Events[Note]", "db: Db, ws: WebSocket[Note, Note]",
+                "db: Db, ws: WebSocket[bytes, Note]", "db: Db, e: Events[Note], n: Note",
+                "e: Events[Note], ws: WebSocket[Note, Note]", "db: Db, e: Events[Note]?",
+                "db: Db, e: List[Events[Note]]", "db: Db", "db: Db, s: Subscription[Note]"]
+_LIVE_USES = ["s = try await subscribe(db, NOTES)\n    match await receive(s):\n"
+              "        case Some(n): send_event(e, n)\n        case None: pass",
+              'send_event(e, Note(title="x"), "note", "1")', "send_event(e, 1)",
+              "x = last_event_id(e)", "s = try await subscribe(db, NOTES)\n    ws_forward(ws, s)",
+              "match await ws_receive(ws):\n        case Some(n): ok2 = await ws_send(ws, n)\n"
+              "        case None: pass", 'ws_close(ws, 1000, "bye")', "ws_close(ws)",
+              'try await publish(db, NOTES, Note(title="x"))', "try await publish(db, NOTES, 1)",
+              'x = topic("elsewhere")', "try await publish(db, \"notes\", 1)",
+              "s = await subscribe(db, NOTES)", "keep = Keep(file=e)"]
+
+
+@pytest.mark.fuzz
+def test_live_routes_never_raise(tmp_path: Path) -> None:
+    """Random topics, event stream and WebSocket routes and their builtins: each program checks
+    (and then also generates and compiles) or gives diagnostics with valid positions."""
+    rng = random.Random(SEED)
+
+    def program() -> str:
+        method = rng.choice(["get", "get", "post"])
+        returns = rng.choice(["unit", "unit", "Note"])
+        return ("class Note:\n    title: str\n\nclass Keep:\n    file: str\n\n"
+                f"NAME: str = \"n\"\n{rng.choice(_TOPICS)}\n\n"
+                f'@{method}("/live")\n'
+                f"async def live({rng.choice(_LIVE_PARAMS)}) -> Result[{returns}, Error]:\n"
+                f"    {rng.choice(_LIVE_USES)}\n    return ok(())\n\n"
+                "async def main() -> Result[unit, Error]:\n    return ok(())\n")
+
+    rejected_or_compiled(tmp_path / "live.svc", (program() for _ in range(EXAMPLES // 3)))

@@ -246,6 +246,8 @@ def test_metrics_count_every_request_by_route_and_jobs_by_outcome(tmp_path):
         for n in range(4):
             assert server.request("POST", f"/orders/{n}").status == 200
         assert server.request("POST", "/doomed/1").status == 200
+        for n in range(2):
+            assert server.request("POST", f"/pings/{n}").status == 204
         found = wait_until(lambda: (lambda f: f if f.get(
             ("svc_job_runs_total", (("job", "doomed"), ("outcome", "dead")))) and f.get(
             ("svc_job_runs_total", (("job", "ship"), ("outcome", "done")))) == 4 else None)(
@@ -269,6 +271,8 @@ def test_metrics_count_every_request_by_route_and_jobs_by_outcome(tmp_path):
         assert found[("svc_job_run_duration_seconds_count", (("job", "ship"),))] == 4
         database = str(tmp_path / "o.sqlite")
         assert found[("svc_db_queue_depth", (("database", database),))] == 0
+        assert found[("svc_topic_messages_published_total", ())] == 2
+        assert found[("svc_topic_bus_up", (("dialect", "sqlite"),))] == 1
         status, headers, text = scrape(metrics_port, "application/openmetrics-text")
         assert status == 200 and headers["content-type"].startswith("application/openmetrics")
         assert text.rstrip().endswith("# EOF")

@@ -19,7 +19,7 @@ from svc.compiler.program import CheckedProgram, FunctionInfo, RouteInfo
 from svc.compiler.source import Span
 from svc.tools.routes import guard_text
 from svc.compiler.svctypes import (
-    STR, UNIT, UNKNOWN, ClassRef, Opt, ResultOf, Type, format_type,
+    STR, UNIT, UNKNOWN, ClassRef, EventsOf, Opt, ResultOf, SocketOf, Type, format_type,
 )
 from svc.rules.field_rules import message
 from svc.rules.contract import (
@@ -132,8 +132,19 @@ def _routes_text(program: CheckedProgram, name: str) -> str:
     if not routes:
         decl = program.functions[name].decl if name in program.functions else None
         return "".join(f"\n\nroute: `{r.method} {r.path}`" for r in (decl.routes if decl else ()))
-    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _body_text(r) + _guards_text(r)
-                   + _retry_text(r) for r in routes)
+    return "".join(f"\n\nroute: `{r.method} {r.path}`" + _stream_text(r) + _body_text(r)
+                   + _guards_text(r) + _retry_text(r) for r in routes)
+
+
+def _stream_text(route: RouteInfo) -> str:
+    """`, an event stream of Note` or `, a WebSocket (receives Said, sends Line)`."""
+    for p in route.params:
+        if isinstance(p.type, EventsOf):
+            return f", an event stream of {format_type(p.type.message)}"
+        if isinstance(p.type, SocketOf):
+            return (f", a WebSocket (receives {format_type(p.type.incoming)}, sends "
+                    f"{format_type(p.type.outgoing)})")
+    return ""
 
 
 def _body_text(route: RouteInfo) -> str:
@@ -273,6 +284,11 @@ def describe_constant(program: CheckedProgram, name: str) -> str | None:
         shown = f" = {value.value}"
     elif isinstance(value, syntax.StrLit):
         shown = f" = {json.dumps(value.value)}"
+    topic = next((t for t in program.topics.values() if t.constant == name), None)
+    if topic is not None:  # `NOTES: Topic[Note] = topic("notes")`
+        return (_code(f"{name}: {format_type(info.type)} = topic({json.dumps(topic.name)})")
+                + "\n\ntopic: live messages to every subscriber on the database, at most "
+                  "once, in order per publisher")
     return _code(f"{name}: {format_type(info.type)}{shown}") + "\n\nconstant"
 
 

@@ -13,6 +13,7 @@ from svc.runtime import services
 from svc.runtime.db import db_open
 from svc.runtime.db.postgres import PostgresDb
 from svc.runtime.lib.support import SvcError
+from svc.runtime.observability.metrics import FAMILIES
 from svc.runtime.topics import (MAX_TOPIC_LENGTH, TopicError, Topics, TopicsStopped,
                                 start_topics)
 from svc.runtime.topics import service
@@ -175,4 +176,4 @@ def test_the_gauges_count_subscribers_by_topic_and_messages(tmp_path) -> None:
         [["missed"], 0], [["not_sent"], 0], [["slow_subscriber"], 0]]
     assert rows["svc_topic_bus_up"] == [[["sqlite"], 1]]
     # (other modules this worker imported add their own gauges: svc_db_queue_depth, ...)
-    assert {name for name in rows if name.startswith("svc_topic")} <= set(service.METRIC_FAMILIES)
+    assert {name for name in rows if name.startswith("svc_topic")} <= set(FAMILIES)

@@ -94,6 +94,23 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
     "svc_python_threads_busy": (
         "gauge", "Threads running a blocking @python function (a call its request gave up "
         "on included, until it ends)", (), ()),
+    # The topics service's (svc.runtime.topics.service): its gauges hook fills them all, its
+    # counters being this process's totals since its service started.
+    "svc_topic_subscribers": (
+        "gauge", "Subscriptions open in this process, by topic", ("topic",), ()),
+    "svc_topic_messages_published": (
+        "counter", "Messages published by this process", (), ()),
+    "svc_topic_messages_delivered": (
+        "counter", "Messages put in a subscription's queue (one per subscriber reached)", (), ()),
+    "svc_topic_messages_received": (
+        "counter", "Messages from other processes delivered to subscribers here", (), ()),
+    "svc_topic_messages_dropped": (
+        "counter", "Messages lost here, by reason: slow_subscriber (a subscription's queue was "
+        "full), not_sent (not passed to other processes: the database was down, refused them or "
+        "did not keep up), missed (sent by another process, never seen here)", ("reason",), ()),
+    "svc_topic_bus_up": (
+        "gauge", "Serving processes whose live delivery to the other processes works now (1 "
+        "each), by database dialect", ("dialect",), ()),
 }
 COUNTERS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "counter")
 HISTOGRAMS = tuple(name for name, spec in FAMILIES.items() if spec[0] == "histogram")
@@ -165,7 +182,9 @@ class ProcessMetrics:
         for host, hist in self.outbound_durations.items():
             histograms["svc_http_client_request_duration_seconds"].append(
                 [[host], hist.counts, hist.total])
-        services.add_gauges(gauges)  # the databases' queues and pools
+        services.add_gauges(gauges)  # the databases' queues and pools, the topics' counts
+        for name in COUNTERS:  # a joined module's totals come with its gauges: counters still
+            counters[name].extend(gauges.pop(name, ()))
         return {"counters": counters, "histograms": histograms, "gauges": gauges}
 
 

@@ -15,8 +15,8 @@ The decisions behind them are in docs/decisions/topics.md.
 """
 
 from svc.runtime.topics.hub import DEFAULT_QUEUE_SIZE, Subscription
-from svc.runtime.topics.service import (MAX_TOPIC_LENGTH, METRIC_FAMILIES, TopicError, Topics,
+from svc.runtime.topics.service import (MAX_TOPIC_LENGTH, TopicError, Topics,
                                         TopicsStopped, start_topics)
 
-__all__ = ["DEFAULT_QUEUE_SIZE", "MAX_TOPIC_LENGTH", "METRIC_FAMILIES", "Subscription",
+__all__ = ["DEFAULT_QUEUE_SIZE", "MAX_TOPIC_LENGTH", "Subscription",
            "TopicError", "Topics", "TopicsStopped", "start_topics"]

@@ -56,28 +56,6 @@ if TYPE_CHECKING:
 
     Bus = Union[PostgresBus, SqliteBus]
 
-#: The metric families the service's gauges fill (svc.runtime.observability.metrics'
-#: FAMILIES shape: type, help, label names, buckets). The counters are this process's totals
-#: since its service started.
-METRIC_FAMILIES: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
-    "svc_topic_subscribers": (
-        "gauge", "Subscriptions open in this process, by topic", ("topic",), ()),
-    "svc_topic_messages_published": (
-        "counter", "Messages published by this process", (), ()),
-    "svc_topic_messages_delivered": (
-        "counter", "Messages put in a subscription's queue (one per subscriber reached)", (), ()),
-    "svc_topic_messages_received": (
-        "counter", "Messages from other processes delivered to subscribers here", (), ()),
-    "svc_topic_messages_dropped": (
-        "counter", "Messages lost here, by reason: slow_subscriber (a subscription's queue was "
-        "full), not_sent (not passed to other processes: the database was down, refused them or "
-        "did not keep up), missed (sent by another process, never seen here)", ("reason",), ()),
-    "svc_topic_bus_up": (
-        "gauge", "1 while live delivery between processes works, by database dialect",
-        ("dialect",), ()),
-}
-
-
 class TopicError(ValueError):
     """A topic name or a payload the service cannot carry."""
 
