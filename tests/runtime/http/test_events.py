@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.event_stream import Stream
 from tests.helpers.http_testkit import Client, request, start_server
 
 # Its subject is the compiled request path: `make test` runs it again on the pure-Python modules.
@@ -28,35 +29,6 @@ def server(tmp_path_factory):
                         {"EVENTS_APP_HEARTBEAT": str(HEARTBEAT)}, app=EVENTS_APP)
     yield proc
     proc.stop()
-
-
-class Stream:
-    """One GET on its own connection, read as an event stream: the head, then chunks."""
-
-    def __init__(self, port: int, target: str, headers: dict[str, str] | None = None) -> None:
-        self.client = Client(port)
-        lines = [f"GET {target} HTTP/1.1", "Host: 127.0.0.1", "Accept: text/event-stream"]
-        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
-        self.client.send(("\r\n".join(lines) + "\r\n\r\n").encode())
-
-    def head(self):
-        return self.client.response(head=True)  # the status line and fields only
-
-    def chunk(self) -> bytes:
-        """The next chunk's data; b"" for the last chunk."""
-        size = int(self.client._line().split(b";")[0], 16)
-        data = self.client._exact(size)
-        self.client._exact(2)
-        return data
-
-    def rest(self) -> list[bytes]:
-        chunks = []
-        while (data := self.chunk()):
-            chunks.append(data)
-        return chunks
-
-    def close(self) -> None:
-        self.client.close()
 
 
 def seen(port: int) -> list[dict]:

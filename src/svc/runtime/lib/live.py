@@ -9,8 +9,10 @@ that is inf or NaN is a fault, JSON cannot carry it) and decoded with the strict
 `_with_message_type`).
 
 A subscription ends with the function holding it: the checker lets it be neither stored nor
-returned, so when that function returns, fails or is cancelled (its client left), the last
-reference goes and `Live.__del__` closes it. A message a subscriber cannot decode (a process
+returned, so when that function returns or fails, the last reference goes and `Live.__del__`
+closes it. A handler cancelled while it waits in `receive` (its client left: the usual case)
+closes it there, at once: a cancelled frame is kept alive by its exception's traceback until
+a garbage collection. A message a subscriber cannot decode (a process
 of another version published it) is skipped with one warn line: live delivery is at most
 once, and one bad message must not end a stream.
 """
@@ -78,7 +80,11 @@ async def receive(tp: Any, live: Live) -> Any:
     """`receive(s)`: the next message as a `tp`, None once the subscription is closed."""
     inner = live.inner
     while True:
-        payload = await inner.next()
+        try:
+            payload = await inner.next()
+        except BaseException:  # cancelled (its client left): the subscription ends now, not
+            inner.close()       # when a collection frees the frame the exception holds
+            raise
         if payload is None:
             return None
         value = json_decode(tp, payload)
