@@ -60,6 +60,15 @@ def test_a_refusal_before_the_first_event_is_an_ordinary_answer(server):
     assert server.request("GET", "/notes/live?refuse=maybe").status == 400
 
 
+def test_a_guard_runs_before_the_stream_and_its_value_reaches_the_handler(server):
+    refused = server.request("GET", "/notes/mine")
+    assert refused.status == 401 and refused.json() == {"error": "sign in to read"}
+    stream, first = listening(server.port, "/notes/mine", {"Authorization": "ada"})
+    assert first["text"] == "listening for ada"
+    assert stream.chunk() == b""  # the handler returned: the stream ended properly
+    stream.close()
+
+
 def test_the_handler_reads_the_last_event_id(server):
     stream, first = listening(server.port, headers={"Last-Event-ID": "41"})
     assert first["text"] == "resumed after 41"
