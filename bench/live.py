@@ -35,7 +35,11 @@ for each echo (the `websockets` library's asyncio client, pinned to CPU 1), agai
                  JSON and sending it back encoded (installed by bench/setup.sh into
                  bench/.work/node-ws; skipped when it is not there)
 
-Round trips per second over all connections, and each round trip's latency p50/p99.
+After a warm-up of 10 connections: round trips per second over all connections, each round
+trip's latency p50/p99, and the CPU time each side spent a round trip (server: its process's
+user + system time over the run; client: this process's). One Python client drives every
+connection, so it may be what limits the rate: the servers' CPU a round trip compares them
+whoever limits it.
 """
 
 from __future__ import annotations
@@ -339,7 +343,7 @@ def sockets_runtime() -> bool:
     return True
 
 
-async def echo_case(url: str, connections: int, messages: int) -> dict:
+async def echo_case(url: str, connections: int, messages: int, server: RunningServer) -> dict:
     from websockets.asyncio.client import connect
 
     latencies: list[int] = []
@@ -355,20 +359,27 @@ async def echo_case(url: str, connections: int, messages: int) -> dict:
                 if json.loads(answer)["n"] != n:
                     raise SystemExit(f"{url}: echo of {n} was {answer!r}")
 
-    await asyncio.wait_for(one(-1), OPEN_TIMEOUT)  # warm: the first connection of the run
+    # warm: 10 connections first, so a JIT (Node's) has compiled the path
+    await asyncio.wait_for(asyncio.gather(*(one(-1) for _ in range(10))), OPEN_TIMEOUT)
     latencies.clear()
+    server_cpu, client_cpu = server.cpu_seconds(), time.process_time()
     started = time.perf_counter()
     await asyncio.gather(*(one(k) for k in range(connections)))
     seconds = time.perf_counter() - started
+    server_cpu = server.cpu_seconds() - server_cpu
+    client_cpu = time.process_time() - client_cpu
     p50, p99 = percentiles(latencies)
     return {"round_trips": len(latencies), "seconds": seconds,
-            "per_s": len(latencies) / seconds, "p50_ms": p50, "p99_ms": p99}
+            "per_s": len(latencies) / seconds, "p50_ms": p50, "p99_ms": p99,
+            "server_cpu_us": server_cpu * 1e6 / len(latencies),
+            "client_cpu_us": client_cpu * 1e6 / len(latencies)}
 
 
 def echo_line(name: str, r: dict, connections: int, messages: int) -> str:
     return (f"{name:<11} {r['per_s']:>9,.0f} round trips/s  p50 {r['p50_ms']:6.2f} ms  p99 "
             f"{r['p99_ms']:6.2f} ms ({connections} connections x {messages} messages in "
-            f"{r['seconds']:.2f} s)")
+            f"{r['seconds']:.2f} s); CPU a round trip: server {r['server_cpu_us']:.1f} us, "
+            f"client {r['client_cpu_us']:.1f} us")
 
 
 def run_echo(connections: int, messages: int, say) -> dict:
@@ -393,7 +404,7 @@ def run_echo(connections: int, messages: int, say) -> dict:
     for name, spec, path in targets:
         with RunningServer(spec) as server:
             found = run_loop(echo_case(f"ws://127.0.0.1:{server.port}{path}", connections,
-                                       messages))
+                                       messages, server))
             found["rss_mib"] = round(server.rss_mib(), 1)
         results[name] = found
         say(echo_line(name, found, connections, messages))
