@@ -26,8 +26,6 @@ import time
 from collections import deque
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.test_workers import LISTEN, owners, server_sockets, socket_inodes, worker_pids
 from tests.helpers.many_connections import raise_open_file_limit
 from tests.helpers.svc_process import REPO, start
