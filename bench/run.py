@@ -37,6 +37,7 @@ import conformance  # noqa: E402
 import python_calls  # noqa: E402
 import uploads  # noqa: E402
 import topics  # noqa: E402
+import live  # noqa: E402
 from harness import (  # noqa: E402
     contention, endurance, jobs, observability, outbound, report, scaling, wrk,
 )
@@ -170,6 +171,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--topics", choices=["on", "off", "only"], default="on",
                         help="topics' local fan-out and cross-process latency "
                              "(bench/topics.py); 'only' runs just that")
+    parser.add_argument("--live", choices=["on", "off", "only"], default="on",
+                        help="server-sent events to 1, 1,000 and 10,000 streams and WebSocket "
+                             "echo against Node's ws (bench/live.py); 'only' runs just that")
     parser.add_argument("--scaling", choices=["on", "off", "only"], default="on",
                         help="1 and 2 workers of svc, node and go (only: nothing else)")
     parser.add_argument("--render-only", action="store_true",
@@ -204,6 +208,8 @@ def main() -> int:
     if args.topics == "only":
         return section_only("topics", lambda incidents: topics.run_section(
             mode, log, incidents), out)
+    if args.live == "only":
+        return section_only("live", lambda incidents: live.run_section(mode, log, incidents), out)
     started = datetime.now(timezone.utc)
     load_at_start = Path("/proc/loadavg").read_text().split()[:3]
     wanted = [n.strip() for n in args.servers.split(",") if n.strip()]
@@ -233,6 +239,7 @@ def main() -> int:
     python_results = None if args.python == "off" else python_calls.run(mode, log, incidents)
     upload_results = None if args.uploads == "off" else uploads.run(mode, log, incidents)
     topic_results = None if args.topics == "off" else topics.run_section(mode, log, incidents)
+    live_results = None if args.live == "off" else live.run_section(mode, log, incidents)
     results = {
         "started": started.isoformat(timespec="seconds"),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -246,6 +253,7 @@ def main() -> int:
         "python_calls": python_results,
         "uploads": upload_results,
         "topics": topic_results,
+        "live": live_results,
         "load": [load_at_start, Path("/proc/loadavg").read_text().split()[:3]],
     }
     WORK.mkdir(parents=True, exist_ok=True)
@@ -260,9 +268,9 @@ def main() -> int:
 
 def section_only(key: str, measure, out: Path) -> int:
     """`--jobs only`, `--contention only`, `--observability only`, `--outbound only`,
-    `--python only`, `--uploads only`, `--topics only`: measure that section alone and put
-    it into the report at `out` (the section replaced, the rest as the last full run wrote it in
-    bench/.work/results.json)."""
+    `--python only`, `--uploads only`, `--topics only`, `--live only`: measure that section
+    alone and put it into the report at `out` (the section replaced, the rest as the last full
+    run wrote it in bench/.work/results.json)."""
     incidents: list[str] = []
     measured = measure(incidents)
     saved = WORK / "results.json"
@@ -272,12 +280,12 @@ def section_only(key: str, measure, out: Path) -> int:
         section = {"jobs": jobs.section, "contention": contention.section,
                    "observability": observability.section, "outbound": outbound.section,
                    "python_calls": python_calls.section, "uploads": uploads.section,
-                   "topics": topics.section}[key]
+                   "topics": topics.section, "live": live.section}[key]
         print("\n".join(section(measured)))
         return 1 if incidents else 0
     prefix = {"jobs": "jobs ", "contention": "contention ", "observability": "logs and metrics ",
               "outbound": "outbound calls ", "python_calls": "python functions",
-              "uploads": "uploads", "topics": "topics"}[key]
+              "uploads": "uploads", "topics": "topics", "live": "live streams"}[key]
     results[key] = measured
     results["incidents"] = [i for i in results["incidents"] if not i.startswith(prefix)] + incidents
     saved.write_text(json.dumps(results, indent=1))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and builds what `make bench` needs, each only where missing or out of date:
 # Debian's wrk, golang-go and go-sqlite3 (apt-get); the Go peer (bench/.work/go-server);
-# better-sqlite3 and pg for the Node peer (npm, into bench/.work/node); Debian's postgresql
+# better-sqlite3 and pg for the Node peer (npm, into bench/.work/node), ws for the Node
+# WebSocket echo peer (into bench/.work/node-ws); Debian's postgresql
 # for the PostgreSQL case (the run starts a private cluster of its own); FastAPI, uvicorn and py-spy in
 # their own venv (bench/.work/venv). Nothing it makes is committed.
 set -euo pipefail
@@ -39,6 +40,15 @@ if ! cmp -s bench/peers/node/package.json "$WORK/node/package.json" \
     mkdir -p "$WORK/node"
     cp bench/peers/node/package.json "$WORK/node/package.json"
     (cd "$WORK/node" && npm install --no-audit --no-fund --loglevel=error)
+fi
+
+# The Node WebSocket echo peer of bench/live.py (the ws package: plain JavaScript, no compile).
+if ! cmp -s bench/peers/node-ws/package.json "$WORK/node-ws/package.json" \
+        || [ ! -d "$WORK/node-ws/node_modules/ws" ]; then
+    echo "bench setup: installing ws for the Node WebSocket echo peer"
+    mkdir -p "$WORK/node-ws"
+    cp bench/peers/node-ws/package.json "$WORK/node-ws/package.json"
+    (cd "$WORK/node-ws" && npm install --no-audit --no-fund --loglevel=error)
 fi
 
 # FastAPI and py-spy, on the same interpreter as the project's .venv.

@@ -6,6 +6,7 @@ from harness import contention, jobs, observability, outbound, scaling, wrk
 from harness.machine import describe
 from harness.servers import BENCH
 import python_calls  # bench/python_calls.py: bench/ is on sys.path wherever the report is made
+import live  # bench/live.py, likewise
 import topics  # bench/topics.py, likewise
 import uploads  # bench/uploads.py, likewise
 
@@ -300,6 +301,7 @@ def render(results: dict) -> str:
         *python_calls.section(results.get("python_calls")),
         *uploads.section(results.get("uploads")),
         *topics.section(results.get("topics")),
+        *live.section(results.get("live")),
     ]
     if results["incidents"]:
         lines += ["## Incidents", ""] + [f"- {incident}" for incident in results["incidents"]] + [""]
