@@ -10,6 +10,11 @@ server can give for that route, all with the `{"error": "..."}` body. The server
 (`/health`, `/ready`, and `/stream` and `/ws` unless svc.toml switches them off) are described
 too.
 
+An event stream route (`Events[T]`) answers `text/event-stream`, each event's data described
+by `x-svc-item-schema`; a WebSocket route (`WebSocket[In, Out]`) answers 101 and says its
+messages in `x-svc-websocket` (docs/decisions/tooling.md, "Streams in the documents": OpenAPI
+3.1 has no words for either; `svcc asyncapi` describes them fully).
+
 A field's rules (`@length`, `@range`, `@pattern`, `@one_of`) are its schema's keywords, and a
 route whose body has rules lists the 422 binding answers. Only the classes the routes expose
 (their parameters, bodies and results, through their fields) are components: a config class
@@ -20,15 +25,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, Iterable
 
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
 from svc.compiler.check.field_rules import field_rules, has_rules
-from svc.compiler.program import CheckedProgram, RouteInfo
+from svc.compiler.program import CheckedProgram, ParamInfo, RouteInfo
 from svc.tools import openapi_security
 from svc.compiler.svctypes import (
-    BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, ListOf, MapOf, Opt, ResultOf, Type, View,
+    BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, EventsOf, ListOf, MapOf, Opt,
+    ResultOf, SocketOf, Type, View,
 )
 from svc.compiler.svctypes import ResponseOf, held_type
 from svc.rules.contract import (
@@ -131,6 +137,9 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
     operation: dict[str, Any] = {"operationId": operation_id}
     parameters = [_parameter(p) for p in route.params
                   if p.source in (ParamSource.PATH, ParamSource.QUERY)]
+    stream = stream_of(route)
+    if stream is not None and stream.source is ParamSource.EVENTS:
+        parameters.append(LAST_EVENT_ID)
     if parameters:
         operation["parameters"] = parameters
     uploads = [p for p in route.params if p.source is ParamSource.UPLOAD]
@@ -143,10 +152,26 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
         operation["requestBody"]["description"] = (
             f"At most {size_text(route.body_limit)} ({route.body_limit:,} bytes).")
     operation["responses"] = _responses(program, route)
+    if stream is not None and isinstance(stream.type, SocketOf):
+        operation["x-svc-websocket"] = {"receives": socket_message_schema(stream.type.incoming),
+                                        "sends": socket_message_schema(stream.type.outgoing)}
     security = openapi_security.route_security(program, route)
     if security:
         operation["security"] = [{name: [] for name in security}]
     return operation
+
+
+#: The header field a reconnecting client sends to an event stream route (`last_event_id`).
+LAST_EVENT_ID = {"name": "Last-Event-ID", "in": "header", "required": False,
+                 "schema": {"type": "string"},
+                 "description": "The id of the last event a reconnecting client got"}
+
+
+def stream_of(route: RouteInfo) -> ParamInfo | None:
+    """The route's `Events[T]` or `WebSocket[In, Out]` parameter (the checker allows one), or
+    None for a route that answers once."""
+    return next((p for p in route.params
+                 if p.source in (ParamSource.EVENTS, ParamSource.SOCKET)), None)
 
 
 def _parameter(param) -> dict[str, Any]:
@@ -184,7 +209,10 @@ def _upload_body(uploads: list, limit: int) -> dict[str, Any]:
 def _responses(program: CheckedProgram, route: RouteInfo) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     ok = route_ok_type(program, route)
-    if route.result in RESPONSE_KINDS and isinstance(ok, ResponseOf):
+    stream = stream_of(route)
+    if stream is not None:
+        responses.update(_stream_responses(stream.type))
+    elif route.result in RESPONSE_KINDS and isinstance(ok, ResponseOf):
         responses.update(_chosen_responses(program, route, ok.body))
     elif route.result is ResultKind.UNIT:
         responses["204"] = {"description": "Done (no body)"}
@@ -206,9 +234,17 @@ def error_statuses(program: CheckedProgram, route: RouteInfo) -> list[int]:
     """The error statuses the server can answer for `route`, sorted: those every route can,
     those of the error kinds its handler and guards can make, a `T?` result's 404, a JSON
     body's 415 (and 422 when its class has rules), and 429 when svc.toml limits it. `svcc
-    client` types each route's errors from the same list."""
+    client` types each route's errors from the same list.
+
+    A WebSocket route's handler runs after the upgrade, so only its guards' errors are statuses
+    (the handler's close the socket, 1011), and a request that is not an upgrade is 426."""
     statuses = set(ALWAYS)
-    kinds = error_kinds(program, route.handler) | openapi_security.guard_kinds(program, route)
+    kinds = openapi_security.guard_kinds(program, route)
+    stream = stream_of(route)
+    if stream is not None and stream.source is ParamSource.SOCKET:
+        statuses.add(426)
+    else:
+        kinds |= error_kinds(program, route.handler)
     statuses |= {status for kind, status in BY_KIND.items() if kind in kinds}
     if route.result is ResultKind.JSON_OPTIONAL:
         statuses.add(404)
@@ -291,6 +327,40 @@ def _chosen_or_error(chosen: dict[str, Any], status: int) -> dict[str, Any]:
                                    {"anyOf": [json_body["schema"], error]}}
     return {"description": f"{chosen['description']}; or: {ERROR_RESPONSES[status][1]}",
             "content": content}
+
+
+def _stream_responses(stream: Type) -> dict[str, Any]:
+    """An event stream route's 200 (the stream) and 204 (no event sent), or a WebSocket
+    route's 101. OpenAPI 3.1 can say that a body is `text/event-stream` but not what each event
+    holds: `x-svc-item-schema` says it, with what OpenAPI 3.2 calls `itemSchema` (one event as
+    an object of its fields, `data` being the message's JSON), so a move to 3.2 is a rename."""
+    if isinstance(stream, SocketOf):
+        return {"101": {"description": "Switching Protocols: the WebSocket session, whose "
+                                       "messages x-svc-websocket describes"}}
+    assert isinstance(stream, EventsOf)
+    item = {"type": "object", "description": (
+        "One event: the message's JSON in `data`, with `event` and `id` when the handler gives "
+        "them; the stream's first item is `retry` alone"), "properties": {
+            "data": {"type": "string", "contentMediaType": "application/json",
+                     "contentSchema": schema_of(stream.message)},
+            "event": {"type": "string"}, "id": {"type": "string"},
+            "retry": {"type": "integer", "minimum": 0}}}
+    return {
+        "200": {"description": "The event stream, from the handler's first event on: "
+                               "`retry: 2000`, then one event per message; a `: ping` comment "
+                               "after 15 s without one", "content": {"text/event-stream": {
+                                   "schema": {"type": "string"}, "x-svc-item-schema": item}}},
+        "204": {"description": "The handler ended without sending an event: nothing to stream "
+                               "(an EventSource does not reconnect)"},
+    }
+
+
+def socket_message_schema(t: Type) -> dict[str, Any]:
+    """A WebSocket message's schema: `bytes` travel as binary messages, other types as text
+    messages holding their JSON."""
+    if t in (BYTES, View(BYTES)):
+        return {"type": "string", "format": "binary"}
+    return schema_of(t)
 
 
 def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
@@ -380,21 +450,8 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
-    """One schema per class a route exposes, exactly its fields, all required, each with its
-    rules; and the error body."""
-    schemas: dict[str, Any] = {}
-    exposed = exposed_classes(program)
-    for name, info in program.classes.items():
-        if name not in exposed:
-            continue
-        rules = field_rules(info.decl)
-        schemas[component_name(name)] = {
-            "type": "object",
-            "properties": {field: _with_rules(schema_of(t), rules.get(field, ()))
-                           for field, t in info.fields},
-            "required": [field for field, _ in info.fields],
-            "additionalProperties": False,
-        }
+    """One schema per class a route exposes, and the error body."""
+    schemas = class_schemas(program, exposed_classes(program))
     schemas[ERROR_SCHEMA] = {  # `Error` is a type name: no class can have it
         "type": "object",
         # `fields`: a 400 for a body that does not read names the field it is about
@@ -413,27 +470,52 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
     return schemas
 
 
+def class_schemas(program: CheckedProgram, classes: set[str]) -> dict[str, Any]:
+    """The schema of each of `classes`, in the program's order: exactly its fields, all
+    required, each with its rules."""
+    schemas: dict[str, Any] = {}
+    for name, info in program.classes.items():
+        if name not in classes:
+            continue
+        rules = field_rules(info.decl)
+        schemas[component_name(name)] = {
+            "type": "object",
+            "properties": {field: _with_rules(schema_of(t), rules.get(field, ()))
+                           for field, t in info.fields},
+            "required": [field for field, _ in info.fields],
+            "additionalProperties": False,
+        }
+    return schemas
+
+
 # --- which classes, and their rules ----------------------------------------------------------
 
-def exposed_classes(program: CheckedProgram) -> set[str]:
-    """The classes the routes read or answer: their parameters' and results' types, and the
-    classes those reach through their fields."""
+def exposed_classes(program: CheckedProgram, also: Iterable[Type] = ()) -> set[str]:
+    """The classes the routes read or answer: their parameters' and results' types (and the
+    types `also` names: `svcc asyncapi`'s topic messages), and the classes those reach through
+    their fields."""
     found: set[str] = set()
     pending: list[Type] = [route_ok_type(program, r) for r in program.routes]
     pending += [p.type for r in program.routes for p in r.params]
+    pending += also
     while pending:
         t = pending.pop()
         if isinstance(t, ClassRef) and t.name not in found and t.name in program.classes:
             found.add(t.name)
             pending += [ft for _, ft in program.classes[t.name].fields]
-        pending += _inner_types(t)
+        pending += inner_types(t)
     return found
 
 
-def _inner_types(t: Type) -> list[Type]:
-    """The types a value of `t` holds directly: a container's, or a `Response[T]`'s body."""
+def inner_types(t: Type) -> list[Type]:
+    """The types a value of `t` holds directly: a container's, a `Response[T]`'s body, the
+    messages of an event stream or a WebSocket."""
     if isinstance(t, ResponseOf):
         return [t.body]
+    if isinstance(t, EventsOf):
+        return [t.message]
+    if isinstance(t, SocketOf):
+        return [t.incoming, t.outgoing]
     held = held_type(t)
     return [] if held is None else [held]
 
