@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target(openapi)
     openapi.add_argument("--output", metavar="FILE", help="write the document to FILE")
 
+    asyncapi = commands.add_parser(
+        "asyncapi", help="print the AsyncAPI 3.0 document of the streams and topics")
+    _add_target(asyncapi)
+    asyncapi.add_argument("--output", metavar="FILE", help="write the document to FILE")
+
     client = commands.add_parser(
         "client", help="print a typed client of the API (TypeScript or JavaScript)")
     _add_target(client)
@@ -360,6 +365,15 @@ def openapi_command(args: Any) -> int:
     return write_document(args.file, args.project, args.output)
 
 
+# --- svcc asyncapi ----------------------------------------------------------------------------
+
+def asyncapi_command(args: Any) -> int:
+    """`svcc asyncapi FILE|--project DIR [--output FILE]`: 0 written, 1 errors."""
+    from svc.tools.asyncapi import asyncapi_command as write_document
+
+    return write_document(args.file, args.project, args.output)
+
+
 # --- svcc client ------------------------------------------------------------------------------
 
 def client_command(args: Any) -> int:
@@ -419,7 +433,7 @@ def install_command(args: Any) -> int:
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "check": check_command, "run": run_command, "build": build_command, "test": test_command,
-    "openapi": openapi_command, "lsp": lsp_command, "fmt": fmt_command,
+    "openapi": openapi_command, "asyncapi": asyncapi_command, "lsp": lsp_command, "fmt": fmt_command,
     "routes": routes_command, "install": install_command, "client": client_command}
 
 

@@ -490,14 +490,17 @@ def class_schemas(program: CheckedProgram, classes: set[str]) -> dict[str, Any]:
 
 # --- which classes, and their rules ----------------------------------------------------------
 
-def exposed_classes(program: CheckedProgram, also: Iterable[Type] = ()) -> set[str]:
-    """The classes the routes read or answer: their parameters' and results' types (and the
-    types `also` names: `svcc asyncapi`'s topic messages), and the classes those reach through
-    their fields."""
+def exposed_classes(program: CheckedProgram) -> set[str]:
+    """The classes the routes read or answer: their parameters' and results' types, and the
+    classes those reach through their fields."""
+    types = [route_ok_type(program, r) for r in program.routes]
+    return reached_classes(program, types + [p.type for r in program.routes for p in r.params])
+
+
+def reached_classes(program: CheckedProgram, types: Iterable[Type]) -> set[str]:
+    """The classes of `types`, and those they reach through fields and containers."""
     found: set[str] = set()
-    pending: list[Type] = [route_ok_type(program, r) for r in program.routes]
-    pending += [p.type for r in program.routes for p in r.params]
-    pending += also
+    pending = list(types)
     while pending:
         t = pending.pop()
         if isinstance(t, ClassRef) and t.name not in found and t.name in program.classes:
@@ -602,17 +605,17 @@ def openapi_command(file: str | None, project: str | None, output: str | None) -
     from svc.tools.output import print_or_write
 
     def text(checked) -> str:
-        title, version = _title_and_version(checked, file, project)
+        title, version = title_and_version(checked, file, project)
         return json.dumps(document(checked.program, title, version), indent=2) + "\n"
     return print_or_write(file, project, output, text)
 
 
 def program_title(checked, file: str | None, project: str | None) -> str:
     """The program's name, as the document's title and a client's header give it."""
-    return _title_and_version(checked, file, project)[0]
+    return title_and_version(checked, file, project)[0]
 
 
-def _title_and_version(checked, file: str | None, project: str | None) -> tuple[str, str]:
+def title_and_version(checked, file: str | None, project: str | None) -> tuple[str, str]:
     """The project's `name` (else its folder's name), or the file's name without `.svc`;
     the version is the program's own, which svc does not know: "0"."""
     if project is None:
