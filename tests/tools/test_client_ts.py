@@ -149,3 +149,56 @@ async def main() -> Result[unit, Error]:
     assert "{ form: { photo: params.photo, thumb: params.thumb } }, \"json\");" in out
     assert "photo(params: { id: number }): Promise<Result<Uint8Array, PhotoError>>" in out
     assert 'SvcError<"insufficient_storage">' in out and 'SvcError<"unsupported_media_type">' in out
+
+
+LIVE = '''
+class Said:
+    text: str
+
+class Line:
+    n: i64
+    text: str
+
+@get("/rooms/{room}/lines")
+async def lines(room: str, since: i64?, events: Events[Line]) -> Result[unit, Error]:
+    return not_found("no room")
+
+@get("/chat")
+async def chat(ws: WebSocket[Said, Line]) -> Result[unit, Error]:
+    return ok(())
+
+@get("/raw")
+async def raw(ws: WebSocket[bytes, bytes]) -> Result[unit, Error]:
+    return ok(())
+
+async def main() -> Result[unit, Error]:
+    db = try await db_open(":memory:")
+    return await serve(db, 8080)
+'''
+
+
+def test_streams_answer_a_typed_stream_or_session(tmp_path, capsys) -> None:
+    out = _client(tmp_path, capsys, text=LIVE)
+    assert ("lines(params: { room: string; since?: number | null }): SvcEvents<Line, LinesError> "
+            "{\n      return events(baseUrl, options, `/rooms/${encodeURIComponent("
+            "String(params.room))}/lines`, { since: params.since });") in out
+    assert "chat(): SvcSocket<Said, Line> {\n      return socket(baseUrl, options, \"/chat\", {});" in out
+    assert "raw(): SvcSocket<Uint8Array, Uint8Array>" in out  # binary messages, not base64
+    # An event stream's errors before its first event are a union as any route's; a WebSocket
+    # never shows its refusal's status, so its route has none.
+    assert 'export type LinesError =' in out and '| SvcError<"not_found">' in out
+    assert "ChatError" not in out and "RawError" not in out
+    # Only what the routes use: no `send` (no ordinary route), the events and socket runtime.
+    assert "function events<T, E>(" in out and "function socket<In, Out>(" in out
+    assert "async function send" not in out and "type Body" not in out
+    assert "It needs only fetch and WebSocket." in out
+    plain = _client(tmp_path, capsys)  # and a program without streams carries neither
+    assert "function events" not in plain and "function socket" not in plain
+    assert "async function send<T, E>(" in plain
+
+
+def test_the_javascript_streams_are_the_same_without_types(tmp_path, capsys) -> None:
+    out = _client(tmp_path, capsys, "js", LIVE)
+    assert "    lines(params) {\n      return events(baseUrl, options," in out
+    assert "    chat() {\n      return socket(baseUrl, options, \"/chat\", {});" in out
+    assert "interface" not in out and "«" not in out and "SvcEvents<" not in out

@@ -1,7 +1,9 @@
 """One function per route: `getTask({ id: 1 })`, named after its handler in camelCase, taking
 its path and query parameters and files (`Upload` parameters, as `Blob`s: a browser's `File` is
 one) by their svc names (and `body`), answering a `Result` of its value or of the errors the
-server can answer for it (the statuses `svcc openapi` lists).
+server can answer for it (the statuses `svcc openapi` lists). An event stream route's function
+answers its stream at once (`SvcEvents<T, E>`, whose `done` is that Result), a WebSocket
+route's its session (`SvcSocket<In, Out>`).
 """
 
 from __future__ import annotations
@@ -9,12 +11,12 @@ from __future__ import annotations
 import re
 
 from svc.compiler.program import CheckedProgram, RouteInfo
-from svc.compiler.svctypes import Opt, ResponseOf
+from svc.compiler.svctypes import BYTES, EventsOf, Opt, ResponseOf, SocketOf, Type, View
 from svc.rules.contract import ParamSource, ResultKind
 from svc.tools.client.runtime import KIND_BY_STATUS, UNEXPECTED
 from svc.tools.client.typescript import ts_type
 from svc.tools.openapi import (
-    NO_CONTENT, operation_ids, error_statuses, respond_statuses, route_ok_type,
+    NO_CONTENT, operation_ids, error_statuses, respond_statuses, route_ok_type, stream_of,
 )
 
 _SENT = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY, ParamSource.RAW,
@@ -39,11 +41,17 @@ def route_functions(program: CheckedProgram, typed: bool) -> list[str]:
 
 def error_types(program: CheckedProgram) -> list[str]:
     """Each route's error union under a name of its own (`GetTaskError`), for the functions'
-    signatures and for the caller's code."""
+    signatures and for the caller's code; none for a WebSocket route, whose refusal a
+    WebSocket never shows (it closes with 1006)."""
     ids = operation_ids(program.routes)
     return [f"export type {_error_name(function_name(i))} =\n  | "
             + "\n  | ".join(error_members(program, route)) + ";\n"
-            for route, i in zip(program.routes, ids)]
+            for route, i in zip(program.routes, ids) if not _is_socket(route)]
+
+
+def _is_socket(route: RouteInfo) -> bool:
+    stream = stream_of(route)
+    return stream is not None and isinstance(stream.type, SocketOf)
 
 
 def _error_name(name: str) -> str:
@@ -78,10 +86,14 @@ def value_type(program: CheckedProgram, route: RouteInfo) -> str:
 def _function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool) -> str:
     params = [p for p in route.params if p.source in _SENT]
     argument = _argument(program, params, typed)
-    result = f": Promise<Result<{value_type(program, route)}, {_error_name(name)}>>"
     path = _path(route.path)
     query = ", ".join(f"{p.name}: params.{p.name}" for p in params
                       if p.source is ParamSource.QUERY)
+    stream = stream_of(route)
+    if stream is not None:
+        return _stream_function(program, route, name, typed, argument, f"{path}, {{ {query} }}",
+                                stream.type)
+    result = f": Promise<Result<{value_type(program, route)}, {_error_name(name)}>>"
     body = next((p for p in params if p.source in (ParamSource.BODY, ParamSource.RAW)), None)
     files = [p.name for p in params if p.source is ParamSource.UPLOAD]
     sent = ("{ form: { " + ", ".join(f"{f}: params.{f}" for f in files) + " } }" if files else
@@ -93,6 +105,29 @@ def _function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool)
     return (f"{doc}    {name}({argument}){result if typed else ''} {{\n"
             f"      return send(baseUrl, options, \"{route.method}\", {path}, {{ {query} }},\n"
             f"        {sent}, \"{read}\");\n    }},\n").replace("{  }", "{}")
+
+
+def _stream_function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool,
+                     argument: str, where: str, stream: Type) -> str:
+    """An event stream route's function (its stream, `events`) or a WebSocket route's (its
+    session, `socket`): the same argument as any route's, the stream's messages typed."""
+    if isinstance(stream, EventsOf):
+        what, call = "an event stream", "events"
+        result = f": SvcEvents<{ts_type(program, stream.message)}, {_error_name(name)}>"
+    else:
+        assert isinstance(stream, SocketOf)
+        what, call = "a WebSocket", "socket"
+        result = (f": SvcSocket<{_socket_type(program, stream.incoming)}, "
+                  f"{_socket_type(program, stream.outgoing)}>")
+    doc = f"    /** {route.method} {route.path} (svc: {route.handler}): {what} */\n"
+    return (f"{doc}    {name}({argument}){result if typed else ''} {{\n"
+            f"      return {call}(baseUrl, options, {where});\n    }},\n").replace("{  }", "{}")
+
+
+def _socket_type(program: CheckedProgram, t: Type) -> str:
+    """A WebSocket message's type: bytes travel as binary messages, so they are Uint8Arrays
+    (bytes in JSON are base64 strings)."""
+    return "Uint8Array" if t in (BYTES, View(BYTES)) else ts_type(program, t)
 
 
 def _argument(program: CheckedProgram, params: list, typed: bool) -> str:

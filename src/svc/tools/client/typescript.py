@@ -17,7 +17,7 @@ from svc.compiler.svctypes import (
     ResponseOf, Type, TypeParam, View,
 )
 from svc.rules.field_rules import message
-from svc.tools.openapi import exposed_classes
+from svc.tools.openapi import exposed_classes, inner_types
 
 _SCALARS: dict[Type, str] = {
     I64: "number", I32: "number", F64: "number", BOOL: "boolean", STR: "string",
@@ -121,9 +121,7 @@ def _exposed_enums(program: CheckedProgram, exposed: set[str]) -> set[str]:
         t = types.pop()
         if isinstance(t, EnumRef):
             found.add(t.name)
-        for inner in ("inner", "elem", "value", "body", "ok"):
-            if hasattr(t, inner):
-                types.append(getattr(t, inner))
+        types += inner_types(t)
     return found
 
 
