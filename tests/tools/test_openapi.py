@@ -43,7 +43,7 @@ def test_the_task_manager_document() -> None:
     assert set(paths) == {"/", "/client.js", "/api/tasks", "/api/tasks/{id}", "/api/stats",
                           "/health", "/ready", "/stream", "/ws", "/api/tasks/search", "/api/tags",
                           "/api/tasks/{id}/attachments", "/api/attachments",
-                          "/api/attachments/{id}"}
+                          "/api/attachments/{id}", "/api/live"}
     routes = {(m, p) for p, item in paths.items() for m in item if m != "description"}
     assert routes == {("get", "/"), ("get", "/client.js"), ("get", "/api/tasks"),
                       ("post", "/api/tasks"),
@@ -52,9 +52,13 @@ def test_the_task_manager_document() -> None:
                       ("patch", "/api/tasks/{id}"), ("get", "/api/tasks/search"),
                       ("get", "/api/tags"), ("post", "/api/tasks/{id}/attachments"),
                       ("get", "/api/attachments"), ("get", "/api/attachments/{id}"),
-                      ("delete", "/api/attachments/{id}"),
+                      ("delete", "/api/attachments/{id}"), ("get", "/api/live"),
                       ("get", "/health"), ("get", "/ready"), ("get", "/stream"),
                       ("get", "/ws")}
+    live = paths["/api/live"]["get"]["responses"]  # the changes, as server-sent events
+    assert live["200"]["content"]["text/event-stream"]["x-svc-item-schema"]["properties"][
+        "data"]["contentSchema"] == {"$ref": "#/components/schemas/TaskChanged"}
+    assert "204" in live
     attach = paths["/api/tasks/{id}/attachments"]["post"]
     assert list(attach["requestBody"]["content"]) == ["multipart/form-data", "*/*"]
     assert attach["requestBody"]["description"] == "At most 10 MiB (10,485,760 bytes)."
@@ -245,6 +249,7 @@ def traffic(server) -> None:
     server.request("GET", "/api/tasks/search?pattern=ta")
     server.request("GET", "/api/tasks/search?pattern=(a")  # 400
     server.request("GET", "/api/tags")
+    server.request("HEAD", "/api/live")  # an event stream's head alone
 
 
 def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> None:
@@ -254,7 +259,7 @@ def test_the_servers_answers_validate_against_its_document(tmp_path: Path) -> No
             traffic(server)
     finally:
         assert server.stop() == 0
-    assert len(exchanges) == 24
+    assert len(exchanges) == 25
     statuses_seen = {e.status for e in exchanges}
     assert {200, 400, 404, 405, 415} <= statuses_seen
     document = openapi_document(["--project", str(PROJECT)])

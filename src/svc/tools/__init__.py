@@ -1,5 +1,7 @@
 """The commands beside `check`, `run` and `build`: each over the pipeline, none in the request path.
 
+    asyncapi.py         `svcc asyncapi`: the AsyncAPI 3.0 description of a program's event
+                        streams, WebSockets and topics
     client/             `svcc client --lang ts|js`: a typed client of a program's HTTP API
     fmt.py              `svcc fmt`: files rewritten in the canonical layout, or `--check`
     lsp.py              `svcc lsp`: the language server over stdio (pygls)
@@ -9,7 +11,7 @@
     openapi.py          `svcc openapi`: the OpenAPI 3.1 description of a program's routes
     openapi_security.py the security schemes: which guards are authentication
     output.py           a checked program's text printed or written to a file (openapi,
-                        client), and the atomic write `fmt` uses too
+                        asyncapi, client), and the atomic write `fmt` uses too
     routes.py           `svcc routes`: the route table as the server serves it
     sql_against.py      `svcc check --against REV`: an older version's SQL, new migrations
     test_runner.py      `svcc test`: the `test_*` functions of a program's `*_test.svc` files
