@@ -433,8 +433,9 @@ def install_command(args: Any) -> int:
 
 COMMANDS: dict[str, Callable[[Any], int]] = {
     "check": check_command, "run": run_command, "build": build_command, "test": test_command,
-    "openapi": openapi_command, "asyncapi": asyncapi_command, "lsp": lsp_command, "fmt": fmt_command,
-    "routes": routes_command, "install": install_command, "client": client_command}
+    "openapi": openapi_command, "asyncapi": asyncapi_command, "lsp": lsp_command,
+    "fmt": fmt_command, "routes": routes_command, "install": install_command,
+    "client": client_command}
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ the program runs.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from svc.compiler.program import CheckedProgram, ParamInfo, RouteInfo, TopicInfo
@@ -24,7 +23,7 @@ from svc.compiler.svctypes import BYTES, EventsOf, SocketOf, Type, View, format_
 from svc.rules.contract import ParamSource
 from svc.tools import openapi_security
 from svc.tools.openapi import (
-    class_schemas, component_name, operation_ids, reached_classes, schema_of,
+    class_schemas, component_name, document_command, operation_ids, reached_classes, schema_of,
     socket_message_schema, stream_of,
 )
 
@@ -223,10 +222,4 @@ def _socket_message(t: Type) -> tuple[str, dict[str, Any]]:
 
 def asyncapi_command(file: str | None, project: str | None, output: str | None) -> int:
     """Check the program, then print its document (or write it to `output`)."""
-    from svc.tools.openapi import title_and_version
-    from svc.tools.output import print_or_write
-
-    def text(checked) -> str:
-        title, version = title_and_version(checked, file, project)
-        return json.dumps(document(checked.program, title, version), indent=2) + "\n"
-    return print_or_write(file, project, output, text)
+    return document_command(file, project, output, document)

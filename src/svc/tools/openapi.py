@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
@@ -602,20 +602,27 @@ def _builtin_paths(demo_routes: bool = True) -> dict[str, Any]:
 
 def openapi_command(file: str | None, project: str | None, output: str | None) -> int:
     """Check the program, then print its document (or write it to `output`)."""
+    return document_command(file, project, output, document)
+
+
+def document_command(file: str | None, project: str | None, output: str | None,
+                     make: Callable[[CheckedProgram, str, str], dict[str, Any]]) -> int:
+    """Check the program, then print the JSON document `make(program, title, version)` makes
+    of it, or write it to `output`: `svcc openapi`'s and `svcc asyncapi`'s."""
     from svc.tools.output import print_or_write
 
     def text(checked) -> str:
-        title, version = title_and_version(checked, file, project)
-        return json.dumps(document(checked.program, title, version), indent=2) + "\n"
+        title, version = _title_and_version(checked, file, project)
+        return json.dumps(make(checked.program, title, version), indent=2) + "\n"
     return print_or_write(file, project, output, text)
 
 
 def program_title(checked, file: str | None, project: str | None) -> str:
     """The program's name, as the document's title and a client's header give it."""
-    return title_and_version(checked, file, project)[0]
+    return _title_and_version(checked, file, project)[0]
 
 
-def title_and_version(checked, file: str | None, project: str | None) -> tuple[str, str]:
+def _title_and_version(checked, file: str | None, project: str | None) -> tuple[str, str]:
     """The project's `name` (else its folder's name), or the file's name without `.svc`;
     the version is the program's own, which svc does not know: "0"."""
     if project is None:

@@ -239,7 +239,8 @@ function events«<T, E>»(
     const url = urlOf(baseUrl, path, query);
     const doFetch = options.fetch ?? globalThis.fetch;
     while (!stop.signal.aborted) {
-      const headers«: Record<string, string>» = { ...options.headers, Accept: "text/event-stream" };
+      const headers«: Record<string, string>» = { ...options.headers };
+      headers["Accept"] = "text/event-stream";
       if (lastId !== "") headers["Last-Event-ID"] = lastId;
       try {
         const response = await doFetch(url, { headers, signal: stop.signal });
@@ -331,7 +332,8 @@ function socket«<In, Out>»(
     for (const message of waiting.splice(0)) ws.send(message);
   });
   ws.addEventListener("message", (event) => {
-    const message = typeof event.data === "string" ? JSON.parse(event.data) : new Uint8Array(event.data);
+    const data = event.data;
+    const message = typeof data === "string" ? JSON.parse(data) : new Uint8Array(data);
     for (const handler of handlers) handler(message);
   });
   const closed = new Promise«<SvcClosed>»((resolve) => {
@@ -339,7 +341,8 @@ function socket«<In, Out>»(
   });
   const session«: SvcSocket<In, Out>» = {
     send(message) {
-      const data = message instanceof Uint8Array ? message« as BufferSource» : JSON.stringify(message);
+      const binary = message instanceof Uint8Array;
+      const data = binary ? message« as BufferSource» : JSON.stringify(message);
       if (ws.readyState === ws.CONNECTING) waiting.push(data);
       else if (ws.readyState === ws.OPEN) ws.send(data);
     },
