@@ -1,6 +1,16 @@
 // The JavaScript client of the HTTP API of tasks, made by svcc 0.4.0 (svcc client --lang js).
 // Do not edit: make it again when the program changes. It needs only fetch.
 
+/** A route's URL: `baseUrl`, the path, and the query parameters that have a value. */
+function urlOf(baseUrl, path, query) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== null) search.append(name, String(value));
+  }
+  const queryText = search.toString();
+  return baseUrl.replace(/\/+$/, "") + path + (queryText === "" ? "" : "?" + queryText);
+}
+
 const KINDS = {
   400: "invalid",
   401: "unauthorized",
@@ -19,6 +29,22 @@ const KINDS = {
   507: "insufficient_storage",
 };
 
+/** An error answer's body, `{"error": "...", "fields": {...}}`, as an SvcError; a body that is
+ * not svc's (a proxy's page) becomes the message as it is. */
+function errorOf(status, text) {
+  const kind = KINDS[status] ?? "unexpected";
+  try {
+    const data = JSON.parse(text);
+    if (typeof data === "object" && data !== null && typeof data.error === "string") {
+      return data.fields === undefined ? { kind, message: data.error }
+        : { kind, message: data.error, fields: data.fields };
+    }
+  } catch {
+    // not JSON: the text itself is the message
+  }
+  return { kind, message: text };
+}
+
 /** What every route function shares: the request, then its answer as a Result. */
 async function send(
   baseUrl,
@@ -29,12 +55,7 @@ async function send(
   body,
   read,
 ) {
-  const search = new URLSearchParams();
-  for (const [name, value] of Object.entries(query)) {
-    if (value !== undefined && value !== null) search.append(name, String(value));
-  }
-  const queryText = search.toString();
-  const url = baseUrl.replace(/\/+$/, "") + path + (queryText === "" ? "" : "?" + queryText);
+  const url = urlOf(baseUrl, path, query);
   const headers = { ...options.headers };
   let payload;
   if (body !== undefined && "json" in body) {
@@ -65,20 +86,140 @@ async function send(
   return { ok: false, status: response.status, error: errorOf(response.status, text) };
 }
 
-/** An error answer's body, `{"error": "...", "fields": {...}}`, as an SvcError; a body that is
- * not svc's (a proxy's page) becomes the message as it is. */
-function errorOf(status, text) {
-  const kind = KINDS[status] ?? "unexpected";
-  try {
-    const data = JSON.parse(text);
-    if (typeof data === "object" && data !== null && typeof data.error === "string") {
-      return data.fields === undefined ? { kind, message: data.error }
-        : { kind, message: data.error, fields: data.fields };
+/** An event stream route: fetch reads its `text/event-stream` (in browsers and Node alike,
+ * with the client's header fields, which an EventSource cannot send), parsed as the WHATWG
+ * HTML standard says, and comes back as an EventSource does. */
+function events(
+  baseUrl,
+  options,
+  path,
+  query,
+) {
+  const handlers = [];
+  const stop = new AbortController();
+  let retry = 2000; // ms before coming back: the server's `retry:` sets it
+  let lastId = ""; // sent as Last-Event-ID when coming back
+  let status = 0; // of the last answer
+  let data = ""; // the event being read: its `data:` lines, name and id
+  let name = "";
+  let id;
+
+  function dispatch() {
+    const text = data.slice(0, -1);
+    const meta = {};
+    if (name !== "") meta.event = name;
+    if (id !== undefined) meta.id = id;
+    const hasData = data !== "";
+    data = "";
+    name = "";
+    id = undefined;
+    if (!hasData) return; // no `data:` line: no event
+    let message;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      return; // not JSON: not an event of this route
     }
-  } catch {
-    // not JSON: the text itself is the message
+    for (const handler of handlers) {
+      try {
+        handler(message, meta);
+      } catch (error) {
+        // reported as an EventSource listener's error is, without ending the stream
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   }
-  return { kind, message: text };
+
+  function field(line) {
+    if (line === "") {
+      dispatch();
+      return;
+    }
+    if (line.startsWith(":")) return; // a comment: the server's `: ping`
+    const colon = line.indexOf(":");
+    const key = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (key === "data") data += value + "\n";
+    else if (key === "event") name = value;
+    else if (key === "id" && !value.includes("\0")) lastId = id = value;
+    else if (key === "retry" && /^[0-9]+$/.test(value)) retry = Number(value);
+  }
+
+  async function read(body) {
+    data = ""; // a connection starts with no event half read
+    name = "";
+    id = undefined;
+    const reader = body.getReader();
+    const decoder = new TextDecoder(); // UTF-8, a leading byte order mark dropped
+    let text = "";
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      text += decoder.decode(chunk.value, { stream: true });
+      const lineEnd = /\r\n|\r|\n/g;
+      let start = 0;
+      for (let end = lineEnd.exec(text); end !== null; end = lineEnd.exec(text)) {
+        if (end[0] === "\r" && end.index === text.length - 1) break; // maybe half a CRLF
+        field(text.slice(start, end.index));
+        start = lineEnd.lastIndex;
+      }
+      text = text.slice(start);
+    }
+  }
+
+  async function run() {
+    const url = urlOf(baseUrl, path, query);
+    const doFetch = options.fetch ?? globalThis.fetch;
+    while (!stop.signal.aborted) {
+      const headers = { ...options.headers };
+      headers["Accept"] = "text/event-stream";
+      if (lastId !== "") headers["Last-Event-ID"] = lastId;
+      try {
+        const response = await doFetch(url, { headers, signal: stop.signal });
+        status = response.status;
+        if (status === 204) return { ok: true, status, value: null };
+        const type = response.headers.get("Content-Type") ?? "";
+        if (!response.ok || !type.startsWith("text/event-stream") || response.body === null) {
+          const text = response.ok ? `not an event stream: ${type}` : await response.text();
+          return { ok: false, status, error: errorOf(status, text) };
+        }
+        await read(response.body);
+      } catch {
+        // the connection failed or broke (or close() ended it): come back unless closed
+      }
+      await pause(retry, stop.signal);
+    }
+    return { ok: true, status, value: null };
+  }
+
+  const stream = {
+    onEvent(handler) {
+      handlers.push(handler);
+      return stream;
+    },
+    close() {
+      stop.abort();
+    },
+    done: run(),
+  };
+  return stream;
+}
+
+/** Waits `ms`, or less when `signal` aborts first. */
+function pause(ms, signal) {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
 }
 
 /** The API at `baseUrl` ("http://127.0.0.1:8080", or "" for the page's own
@@ -95,10 +236,9 @@ export function createClient(baseUrl, options = {}) {
       return send(baseUrl, options, "GET", "/client.js", {},
         undefined, "bytes");
     },
-    /** GET /api/live (svc: live) */
+    /** GET /api/live (svc: live): an event stream */
     live() {
-      return send(baseUrl, options, "GET", "/api/live", {},
-        undefined, "none");
+      return events(baseUrl, options, "/api/live", {});
     },
     /** GET /api/tasks (svc: list_tasks) */
     listTasks() {
