@@ -9,6 +9,7 @@
     lsp_index.py        what an editor asks of a checked program: definitions, hover,
                         completion, symbols
     openapi.py          `svcc openapi`: the OpenAPI 3.1 description of a program's routes
+    openapi_schemas.py  the JSON Schemas of svc types and classes, for both documents
     openapi_security.py the security schemes: which guards are authentication
     output.py           a checked program's text printed or written to a file (openapi,
                         asyncapi, client), and the atomic write `fmt` uses too

@@ -22,9 +22,9 @@ from svc.compiler.program import CheckedProgram, ParamInfo, RouteInfo, TopicInfo
 from svc.compiler.svctypes import BYTES, EventsOf, SocketOf, Type, View, format_type
 from svc.rules.contract import ParamSource
 from svc.tools import openapi_security
-from svc.tools.openapi import (
-    class_schemas, component_name, document_command, operation_ids, reached_classes, schema_of,
-    socket_message_schema, stream_of,
+from svc.tools.openapi import document_command, operation_ids, stream_of
+from svc.tools.openapi_schemas import (
+    class_schemas, component_name, reached_classes, schema_of, socket_message_schema,
 )
 
 ASYNCAPI_VERSION = "3.0.0"

@@ -15,32 +15,31 @@ by `x-svc-item-schema`; a WebSocket route (`WebSocket[In, Out]`) answers 101 and
 messages in `x-svc-websocket` (docs/decisions/tooling.md, "Streams in the documents": OpenAPI
 3.1 has no words for either; `svcc asyncapi` describes them fully).
 
-A field's rules (`@length`, `@range`, `@pattern`, `@one_of`) are its schema's keywords, and a
-route whose body has rules lists the 422 binding answers. Only the classes the routes expose
-(their parameters, bodies and results, through their fields) are components: a config class
-or a database row class no route reads or answers stays out of the document.
+A field's rules (`@length`, `@range`, `@pattern`, `@one_of`) are its schema's keywords
+(openapi_schemas.py), and a route whose body has rules lists the 422 binding answers. Only the
+classes the routes expose (their parameters, bodies and results, through their fields) are
+components: a config class or a database row class no route reads or answers stays out of the
+document.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
-from svc.compiler.check.field_rules import field_rules, has_rules
+from svc.compiler.check.field_rules import has_rules
 from svc.compiler.program import CheckedProgram, ParamInfo, RouteInfo
-from svc.tools import openapi_security
 from svc.compiler.svctypes import (
-    BOOL, BYTES, F64, HTML, I32, I64, STR, UNIT, ClassRef, EnumRef, EventsOf, ListOf, MapOf, Opt,
-    ResultOf, SocketOf, Type, View,
+    EventsOf, ListOf, Opt, ResponseOf, ResultOf, SocketOf, Type,
 )
-from svc.compiler.svctypes import ResponseOf, held_type
-from svc.rules.contract import (
-    BODY_LIMIT, INT_RANGES, RESPONSE_KINDS, ParamSource, ResultKind, size_text,
+from svc.rules.contract import BODY_LIMIT, RESPONSE_KINDS, ParamSource, ResultKind, size_text
+from svc.tools import openapi_security
+from svc.tools.openapi_schemas import (
+    SCHEMAS, class_schemas, reached_classes, schema_of, socket_message_schema,
 )
-from svc.rules.field_rules import BYTES as COUNTS_BYTES, ITEMS, LENGTH, PATTERN, RANGE, Rule
 
 OPENAPI_VERSION = "3.1.0"
 ERROR_SCHEMA = "Error"
@@ -48,7 +47,6 @@ ERROR_SCHEMA = "Error"
 FIELDS_ERROR_SCHEMA = "Error.fields"
 #: Error statuses whose answers carry Retry-After (`too_many_requests`, `busy`).
 RETRY_AFTER_STATUSES = frozenset({429, 503})
-_SCHEMAS = "#/components/schemas/"
 
 #: Error statuses every route can answer: a malformed request or a bad parameter or body
 #: (400), a method the path does not take (405, with `Allow`), a body over 1 MiB (413), a fault
@@ -320,7 +318,7 @@ def _chosen_response(kind: ResultKind, body: Type, status: int | None) -> dict[s
 def _chosen_or_error(chosen: dict[str, Any], status: int) -> dict[str, Any]:
     """A status the handler may choose that is also one of the route's error statuses: either
     body (`respond(409, note)` and `conflict(...)` on one route)."""
-    error = {"$ref": _SCHEMAS + ERROR_SCHEMA}
+    error = {"$ref": SCHEMAS + ERROR_SCHEMA}
     content = dict(chosen.get("content", {}))
     json_body = content.get("application/json")
     content["application/json"] = {"schema": error if json_body is None else
@@ -355,14 +353,6 @@ def _stream_responses(stream: Type) -> dict[str, Any]:
     }
 
 
-def socket_message_schema(t: Type) -> dict[str, Any]:
-    """A WebSocket message's schema: `bytes` travel as binary messages, other types as text
-    messages holding their JSON."""
-    if t in (BYTES, View(BYTES)):
-        return {"type": "string", "format": "binary"}
-    return schema_of(t)
-
-
 def route_ok_type(program: CheckedProgram, route: RouteInfo) -> Type:
     """The `T` of the handler's `Result[T, Error]`."""
     returns = program.functions[route.handler].returns
@@ -389,64 +379,12 @@ def _component_responses() -> dict[str, Any]:
     for status, (name, description) in ERROR_RESPONSES.items():
         schema = FIELDS_ERROR_SCHEMA if status == 422 else ERROR_SCHEMA
         responses[name] = {"description": description, "content": {
-            "application/json": {"schema": {"$ref": _SCHEMAS + schema}}}}
+            "application/json": {"schema": {"$ref": SCHEMAS + schema}}}}
         if status in RETRY_AFTER_STATUSES:
             responses[name]["headers"] = {"Retry-After": {
                 "description": "Seconds to wait before trying again",
                 "schema": {"type": "integer", "minimum": 0}}}
     return responses
-
-
-# --- types ----------------------------------------------------------------------------------------
-
-def schema_of(t: Type) -> dict[str, Any]:
-    """The JSON Schema of an svc type as the server reads and writes it."""
-    if t in (I64, I32):
-        low, high = INT_RANGES[t.name]
-        return {"type": "integer", "format": "int64" if t == I64 else "int32",
-                "minimum": low, "maximum": high}
-    if t == F64:
-        return {"type": "number", "format": "double"}
-    if t == BOOL:
-        return {"type": "boolean"}
-    if t in (STR, HTML):
-        return {"type": "string"}
-    if t in (BYTES, View(BYTES)):
-        return {"type": "string", "contentEncoding": "base64"}
-    if t == UNIT:
-        return {"type": "null"}
-    if isinstance(t, ListOf):
-        return {"type": "array", "items": schema_of(t.elem)}
-    if isinstance(t, ClassRef):
-        return {"$ref": _SCHEMAS + component_name(t.name)}
-    if isinstance(t, MapOf):  # a JSON object: any keys, values of one type
-        return {"type": "object", "additionalProperties": schema_of(t.value)}
-    if isinstance(t, EnumRef):  # a value is its member's name
-        return {"type": "string", "enum": list(t.members)}
-    if isinstance(t, Opt):
-        return _nullable(schema_of(t.inner))
-    return {}  # not reachable for a checked route: any value
-
-
-def component_name(class_name: str) -> str:
-    """A class's schema name: its own name; an instantiation of a generic class gets one of
-    its own, its type arguments after dots (`Page[Task]` → `Page.Task`, `Pair[i64, str?]` →
-    `Pair.i64.str-opt`). Component names may hold `.` and `-`, which svc names cannot, so no
-    class's schema can have the name of an instantiation's."""
-    if "[" not in class_name:
-        return class_name
-    return (class_name.replace(", ", ".").replace("[", ".").replace("]", "")
-            .replace("?", "-opt"))
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """`T?`: a type union with null (`type: [..., "null"]` where there is a plain type)."""
-    kind = schema.get("type")
-    if isinstance(kind, str) and "enum" in schema:  # an enum's null must be listed too
-        return {**schema, "type": [kind, "null"], "enum": schema["enum"] + [None]}
-    if isinstance(kind, str):
-        return {**schema, "type": [kind, "null"]}
-    return {"oneOf": [schema, {"type": "null"}]}
 
 
 def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
@@ -470,83 +408,13 @@ def _component_schemas(program: CheckedProgram) -> dict[str, Any]:
     return schemas
 
 
-def class_schemas(program: CheckedProgram, classes: set[str]) -> dict[str, Any]:
-    """The schema of each of `classes`, in the program's order: exactly its fields, all
-    required, each with its rules."""
-    schemas: dict[str, Any] = {}
-    for name, info in program.classes.items():
-        if name not in classes:
-            continue
-        rules = field_rules(info.decl)
-        schemas[component_name(name)] = {
-            "type": "object",
-            "properties": {field: _with_rules(schema_of(t), rules.get(field, ()))
-                           for field, t in info.fields},
-            "required": [field for field, _ in info.fields],
-            "additionalProperties": False,
-        }
-    return schemas
-
-
-# --- which classes, and their rules ----------------------------------------------------------
+# --- which classes --------------------------------------------------------------------------
 
 def exposed_classes(program: CheckedProgram) -> set[str]:
     """The classes the routes read or answer: their parameters' and results' types, and the
     classes those reach through their fields."""
     types = [route_ok_type(program, r) for r in program.routes]
     return reached_classes(program, types + [p.type for r in program.routes for p in r.params])
-
-
-def reached_classes(program: CheckedProgram, types: Iterable[Type]) -> set[str]:
-    """The classes of `types`, and those they reach through fields and containers."""
-    found: set[str] = set()
-    pending = list(types)
-    while pending:
-        t = pending.pop()
-        if isinstance(t, ClassRef) and t.name not in found and t.name in program.classes:
-            found.add(t.name)
-            pending += [ft for _, ft in program.classes[t.name].fields]
-        pending += inner_types(t)
-    return found
-
-
-def inner_types(t: Type) -> list[Type]:
-    """The types a value of `t` holds directly: a container's, a `Response[T]`'s body, the
-    messages of an event stream or a WebSocket."""
-    if isinstance(t, ResponseOf):
-        return [t.body]
-    if isinstance(t, EventsOf):
-        return [t.message]
-    if isinstance(t, SocketOf):
-        return [t.incoming, t.outgoing]
-    held = held_type(t)
-    return [] if held is None else [held]
-
-
-def _with_rules(schema: dict[str, Any], rules: tuple[Rule, ...]) -> dict[str, Any]:
-    """A field's schema with its rules as JSON Schema keywords; on a `T?` field they apply to
-    the value when present, as the keywords of a type do."""
-    schema = dict(schema)
-    for rule in rules:
-        schema.update(_rule_keywords(rule, schema))
-    return schema
-
-
-def _rule_keywords(rule: Rule, schema: dict[str, Any]) -> dict[str, Any]:
-    low, high = rule.args[0], rule.args[-1]
-    if rule.name == LENGTH and rule.counts == ITEMS:
-        return {"minItems": low, "maxItems": high}
-    if rule.name == LENGTH and rule.counts == COUNTS_BYTES and "contentEncoding" in schema:
-        return {"description": f"{low} to {high} bytes (decoded)"}
-    if rule.name == LENGTH:
-        return {"minLength": low, "maxLength": high, "description":
-                f"{low} to {high} bytes: svc counts the UTF-8 bytes, not the characters"}
-    if rule.name == RANGE:
-        return {"minimum": low, "maximum": high}
-    if rule.name == PATTERN:
-        return {"pattern": f"^(?:{rule.args[0]})$"}
-    values: list[Any] = list(rule.args)
-    return {"enum": values + [None] if isinstance(schema.get("type"), list) else values}
 
 
 # --- the server's own routes ----------------------------------------------------------------------
@@ -573,7 +441,7 @@ def _builtin_paths(demo_routes: bool = True) -> dict[str, Any]:
                                        "(the reason in the body; Retry-After: 1)",
                         "headers": {"Retry-After": {"schema": {"type": "integer"}}},
                         "content": {"application/json": {
-                            "schema": {"$ref": _SCHEMAS + ERROR_SCHEMA}}}},
+                            "schema": {"$ref": SCHEMAS + ERROR_SCHEMA}}}},
             },
         }},
     }

@@ -17,7 +17,8 @@ from svc.compiler.svctypes import (
     ResponseOf, Type, TypeParam, View,
 )
 from svc.rules.field_rules import message
-from svc.tools.openapi import exposed_classes, inner_types
+from svc.tools.openapi import exposed_classes
+from svc.tools.openapi_schemas import inner_types
 
 _SCALARS: dict[Type, str] = {
     I64: "number", I32: "number", F64: "number", BOOL: "boolean", STR: "string",
