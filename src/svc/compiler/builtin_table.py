@@ -405,32 +405,26 @@ BUILTINS: dict[str, Builtin] = dict([
        effect="writes a file"),
     # topics, event streams and WebSockets (runtime/lib/live.py)
     _b("topic(name) -> Topic[T]", (TOPIC_NAME,), TOPIC_FROM_CONTEXT, TOPIC_NAME_VALUE,
-       "Declares a topic: only the value of a constant NAME: Topic[T] = topic(\"name\"), whose "
-       "T is the class (or other JSON type) of its messages."),
+       "Declares a topic of T messages: only as a constant, NAME: Topic[T] = topic(\"name\")."),
     _b("async publish(db: Db, t: Topic[T], message: T) -> Result[unit, Error]",
        (DB, TOPIC, MESSAGE), ResultOf(UNIT), "lib.live.publish",
-       "Sends message to every subscriber of the topic, in every process on db's database, "
-       "now; live delivery, at most once and in order per publisher.",
+       "Sends message to the topic's subscribers in every process on db's database: live, at "
+       "most once, in order per publisher.",
        errors=DATABASE_ERRORS, effect="publishes a message"),
     _b("async subscribe(db: Db, t: Topic[T]) -> Result[Subscription[T], Error]", (DB, TOPIC),
        RESULT_SUBSCRIPTION, "lib.live.subscribe",
-       "A subscription to the topic on db's database: it gets each message published from "
-       "now on, until the function holding it ends.", errors=DATABASE_ERRORS),
-    _b("async receive(s: Subscription[T]) -> T?", (SUBSCRIPTION,), OPT_OF_MESSAGE,
-       WITH_MESSAGE_TYPE,
+       "A subscription to the topic on db's database, until the function holding it ends.",
+       errors=DATABASE_ERRORS),
+    _b("async receive(s: Subscription[T]) -> T?", (SUBSCRIPTION,), OPT_OF_MESSAGE, WITH_MESSAGE_TYPE,
        "Waits for the subscription's next message; None once it is closed (the server stops)."),
     _b("send_event(e: Events[T], message: T, event: str?, id: str?) -> bool",
        (EVENTS, MESSAGE, Opt(STR), Opt(STR)), BOOL, "lib.live.send_event",
-       "Sends message as one server-sent event (its JSON in data:, with event: and id: when "
-       "given); the first starts the stream. False when the client is gone or reads too "
-       "slowly (the event is dropped).", fewest=2, effect="sends an event"),
+       "Sends message as one server-sent event (JSON data:, and event:, id: if given); the "
+       "first starts the stream. False when it was dropped.", fewest=2, effect="sends an event"),
     _b("last_event_id(e: Events[T]) -> str?", (EVENTS,), Opt(STR), "lib.live.last_event_id",
-       "The Last-Event-ID a reconnecting client sent (the id of the last event it got), or "
-       "None."),
-    _b("async ws_receive(ws: WebSocket[In, Out]) -> In?", (SOCKET,), OPT_OF_MESSAGE,
-       WITH_MESSAGE_TYPE,
-       "Waits for the client's next message, decoded as an In; None once the socket is closed "
-       "(a message that is not an In closes it with 1007)."),
+       "The Last-Event-ID a reconnecting client sent, or None."),
+    _b("async ws_receive(ws: WebSocket[In, Out]) -> In?", (SOCKET,), OPT_OF_MESSAGE, WITH_MESSAGE_TYPE,
+       "Waits for the client's next message, an In (else the socket closes 1007); None once closed."),
     _b("async ws_send(ws: WebSocket[In, Out], message: Out) -> bool", (SOCKET, MESSAGE), BOOL,
        "lib.live.ws_send",
        "Sends message to the client (JSON in a text frame; bytes in a binary one), waiting "
@@ -438,12 +432,10 @@ BUILTINS: dict[str, Builtin] = dict([
        effect="sends a WebSocket message"),
     _b("ws_close(ws: WebSocket[In, Out], code: i64, reason: str)", (SOCKET, I64, STR), UNIT,
        "lib.live.ws_close",
-       "Closes the socket with code (1000, or 3000-4999) and reason; ws_receive then answers "
-       "None.", effect="closes a WebSocket"),
+       "Closes the socket with code (1000, or 3000-4999) and reason.", effect="closes a WebSocket"),
     _b("ws_forward(ws: WebSocket[In, Out], s: Subscription[Out])", (SOCKET, SOCKET_SUBSCRIPTION),
        UNIT, "lib.live.ws_forward",
-       "Sends every message of the subscription to the client, in the background, until the "
-       "socket closes (the handler meanwhile reads with ws_receive).",
+       "Sends the subscription's messages to the client in the background until it closes.",
        effect="sends WebSocket messages"),
     # calling other services (runtime/lib/outbound.py, on aiohttp's client)
     _b("async http_get(url: str, headers: Headers) -> Result[Response[str], Error]",
@@ -567,14 +559,13 @@ BUILTINS: dict[str, Builtin] = dict([
 RANGE = "range"
 RANGE_LOWERING = RuntimeCall("lib.support", "range_")
 
-#: Every name a program may not define itself: the builtins, `range` and the type names.
-TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
-                        "Error", "List", "Result", "view", "Headers", "Response", "Map",
-                        "Upload", "Topic", "Subscription", "Events", "WebSocket"})
 #: The HTTP types, resolved by compiler/check/http_types.py.
 HTTP_TYPE_NAMES = frozenset({"Headers", "Response", "Upload"})
 #: The types of topics and streams, resolved by compiler/check/live_types.py.
 LIVE_TYPE_NAMES = frozenset({"Topic", "Subscription", "Events", "WebSocket"})
+TYPE_NAMES = frozenset({"i64", "i32", "f64", "bool", "str", "bytes", "unit", "Html", "Db", "Tx",
+                        "Error", "List", "Result", "view", "Map"}) | HTTP_TYPE_NAMES | LIVE_TYPE_NAMES
+#: Every name a program may not define itself: the builtins, `range` and the type names.
 RESERVED_NAMES = frozenset(BUILTINS) | {RANGE} | TYPE_NAMES
 
 #: Human-readable names of the parameter kinds, for "expected ..., found ..." messages.

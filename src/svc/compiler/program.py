@@ -116,6 +116,12 @@ class RouteInfo:
     # The most bytes its body may have (`body_limit="10 MiB"`, else the server's 1 MiB).
     body_limit: int = BODY_LIMIT
 
+    @property
+    def stream(self) -> ParamInfo | None:
+        """Its `Events[T]` or `WebSocket[In, Out]` parameter, when it answers with a stream."""
+        return next((p for p in self.params
+                     if p.source in (ParamSource.EVENTS, ParamSource.SOCKET)), None)
+
 
 @dataclass(frozen=True, slots=True)
 class JobInfo:

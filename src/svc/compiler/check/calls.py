@@ -293,7 +293,7 @@ class CallChecker(ExpressionChecker):
             return check_http.response_of(arg_types)
         if r == B.TYPE_ARG:
             return type_arg if type_arg is not None else UNKNOWN
-        live = live_types.result_of(r, arg_types)
+        live = live_types.result_of(r, arg_types) if isinstance(r, str) else None
         if live is not None:
             return live
         if r == B.BODY_OF_RESPONSE:

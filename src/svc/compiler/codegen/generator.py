@@ -39,8 +39,8 @@ from svc.compiler.codegen.statements import StatementGen
 from svc.compiler.codegen.fstrings import fstring
 from svc.compiler.front import syntax
 from svc.compiler import svctypes as T
-from svc.compiler.program import CheckedProgram, ClassInfo, RouteInfo
-from svc.rules.contract import INT_RANGES, ParamSource
+from svc.compiler.program import CheckedProgram, ClassInfo
+from svc.rules.contract import INT_RANGES
 
 #: svc scalar type → how it is named in generated annotations (support aliases).
 _TYPE_NAMES = {
@@ -325,11 +325,10 @@ class _ModuleGen:
         """
         if not isinstance(node, ast.AsyncFunctionDef) or _suspends(node):
             return None
-        if not any(r.handler == decl.name or any(g.guard == decl.name for g in r.guards)
-                   for r in self.program.routes):
-            return None  # neither a route handler nor a guard
-        if any(r.handler == decl.name and _streams(r) for r in self.program.routes):
-            return None  # a stream's handler is started as a coroutine (answers.py)
+        routes = self.program.routes
+        if any(r.handler == decl.name and r.stream for r in routes) or not any(
+                r.handler == decl.name or any(g.guard == decl.name for g in r.guards) for r in routes):
+            return None  # a stream's handler (a coroutine, answers.py), or neither handler nor guard
         self.sync_twins.add(decl.name)
         twin = ast.FunctionDef(name=sync_twin_name(decl.name), args=copy.deepcopy(node.args),
                                body=copy.deepcopy(node.body), decorator_list=[], returns=None,
@@ -574,11 +573,6 @@ class _ModuleGen:
     def handler_name(self, function: str) -> str:
         """The Python function a route calls: the plain-def twin when there is one."""
         return sync_twin_name(function) if function in self.sync_twins else global_name(function)
-
-
-def _streams(route: RouteInfo) -> bool:
-    """Whether a route answers with an event stream or a WebSocket."""
-    return any(p.source in (ParamSource.EVENTS, ParamSource.SOCKET) for p in route.params)
 
 
 def _bits(t: T.Type) -> str:
