@@ -295,6 +295,28 @@ def test_a_reader_that_stops_reading_does_not_grow_the_server():
           f"{lines[0]}")
 
 
+def test_publishing_to_an_sqlite_file_keeps_the_server_s_memory_bounded(tmp_path):
+    """50 MiB published to the bus of an SQLite file, nobody reading: what stays is the bus's
+    outgoing queue at most (16 MiB), not a copy of every batch (the INSERT of a batch keeps
+    its arguments while it is cached: one statement shape, sqlite_bus.py; +61 MiB with one
+    shape per batch size)."""
+    server = start([str(PROGRAM)], env={"SVC_DB": str(tmp_path / "live.sqlite")})
+    try:
+        pid = serving_pid(server)
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=WAIT)
+        publish(server.port, 0, FLOOD_TEXT, conn)  # the bus and its table are made
+        before = rss_mib(pid)
+        for n in range(1, FLOOD_NOTES + 1):
+            publish(server.port, n, FLOOD_TEXT, conn)
+        conn.close()
+        time.sleep(1)  # the last batches are written
+        after = rss_mib(pid)
+        assert after - before < 28, (before, after)
+    finally:
+        assert server.stop() == 0, "".join(server.stderr[-20:])
+    print(f"\nRSS {before:.1f} MiB before 50 MiB published to an SQLite file, {after:.1f} after")
+
+
 # --- two instances on one PostgreSQL, one killed --------------------------------------------------
 
 def test_a_killed_instance_leaves_the_other_s_streams_live_and_comes_back_subscribed(

@@ -62,16 +62,23 @@ class Outbox:
         if len(self.items) == 1:
             self._wake()
 
-    def take(self, most: int) -> list[tuple[int, str, bytes]]:
-        """Up to `most` of the oldest messages, removed."""
+    def take(self, most: int, most_bytes: int | None = None) -> list[tuple[int, str, bytes]]:
+        """Up to `most` of the oldest messages, removed; with `most_bytes`, no more than that
+        many bytes of payloads (but always the oldest message, however large)."""
         items = self.items
-        if len(items) <= most:
+        if len(items) <= most and (most_bytes is None or self.bytes <= most_bytes):
             batch = list(items)
             items.clear()
             self.bytes = 0
         else:
-            batch = [items.popleft() for _ in range(most)]
-            self.bytes -= sum(len(payload) for _, _, payload in batch)
+            batch, size = [], 0
+            while items and len(batch) < most:
+                length = len(items[0][2])
+                if batch and most_bytes is not None and size + length > most_bytes:
+                    break
+                batch.append(items.popleft())
+                size += length
+            self.bytes -= size
         if not items and self.overflow.count:
             self.overflow.end()
         return batch
