@@ -61,7 +61,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "src"))
 
-from harness.measured import json_results  # noqa: E402
+from harness.measured import lines_results, lines_section  # noqa: E402
 from harness.servers import WORK, RunningServer, ServerSpec  # noqa: E402
 
 SVCC = str(Path(sys.executable).with_name("svcc"))
@@ -445,25 +445,16 @@ def measure(quick: bool, say) -> dict:
 
 def run_section(mode: dict, log, incidents: list) -> dict | None:
     """The cases in a process of their own (`--json`; a quick run has the quick counts)."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--json"]
-    if mode.get("rounds", 1) <= 1:
-        command.append("--quick")
-    results = json_results("live streams", command, log, incidents)
-    for line in (results or {}).get("lines", []):
-        log(f"  {line}")
-    return results
+    return lines_results("live streams", Path(__file__).resolve(), mode, log, incidents)
 
 
 def section(results: dict | None) -> list[str]:
     """The report's "Live streams" section: the script's own lines."""
-    if not results:
-        return []
-    return ["## Live streams", "",
-            "Server-sent events from one `svcc run bench/live.svc` process (CPU 0) to 1, 1,000 "
-            "and 10,000 GET /live streams of one asyncio client process (CPU 1): latency from a "
-            "POST /publish to each stream's event, and events a second received in a burst; "
-            "WebSocket echo round trips against Node's `ws` (bench/live.py).", "",
-            "```text", *results["lines"], "```", ""]
+    return lines_section("Live streams", (
+        "Server-sent events from one `svcc run bench/live.svc` process (CPU 0) to 1, 1,000 "
+        "and 10,000 GET /live streams of one asyncio client process (CPU 1): latency from a "
+        "POST /publish to each stream's event, and events a second received in a burst; "
+        "WebSocket echo round trips against Node's `ws` (bench/live.py)."), results)
 
 
 def main() -> None:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))  # tests.helpers, for a private cluster
 sys.path.insert(0, str(REPO / "src"))
 
 from svc.process import run  # noqa: E402
-from harness.measured import json_results  # noqa: E402  (bench/ is on sys.path)
+from harness.measured import lines_results, lines_section  # noqa: E402  (bench/ is on sys.path)
 from svc.runtime.db import close_all, db_open  # noqa: E402
 from svc.runtime.topics import Topics, start_topics  # noqa: E402
 
@@ -200,25 +200,16 @@ def measure(quick: bool, postgres: str | None, say) -> None:
 # --- in `make bench` (bench/run.py, bench/harness/report.py) ---------------------------------------
 
 def run_section(mode: dict, log, incidents: list) -> dict | None:
-    """The cases in a process of their own (`--json`; a quick run sends fewer messages)."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--json"]
-    if mode.get("rounds", 1) <= 1:
-        command.append("--quick")
-    results = json_results("topics", command, log, incidents)
-    for line in (results or {}).get("lines", []):
-        log(f"  {line}")
-    return results
+    """The cases in a process of their own (`--json`; a quick run has the quick counts)."""
+    return lines_results("topics", Path(__file__).resolve(), mode, log, incidents)
 
 
 def section(results: dict | None) -> list[str]:
     """The report's "Topics" section: the script's own lines."""
-    if not results:
-        return []
-    return ["## Topics", "",
-            "svc.runtime.topics on its own (not yet reachable from svc code, issue 34): local "
-            "fan-out to 1, 1,000 and 10,000 subscribers, and publish-to-receive latency between "
-            "two processes on SQLite and on PostgreSQL (bench/topics.py).", "",
-            "```text", *results["lines"], "```", ""]
+    return lines_section("Topics", (
+        "svc.runtime.topics on its own (what `publish` and `subscribe` run on): local fan-out "
+        "to 1, 1,000 and 10,000 subscribers, and publish-to-receive latency between two "
+        "processes on SQLite and on PostgreSQL (bench/topics.py)."), results)
 
 
 def main() -> None:

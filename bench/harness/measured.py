@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 
 def json_results(name: str, command: list[str], log, incidents: list,
@@ -20,3 +21,22 @@ def json_results(name: str, command: list[str], log, incidents: list,
         incidents.append(f"{name}: {failure}")
         log(f"  INCIDENT: {failure}")
         return None
+
+
+def lines_results(name: str, script, mode: dict, log, incidents: list) -> dict | None:
+    """The results of a script that prints `{"lines": [...], ...}` with `--json` (`--quick`
+    in a quick run, one round), each line logged as it comes."""
+    command = [sys.executable, str(script), "--json"]
+    if mode.get("rounds", 1) <= 1:
+        command.append("--quick")
+    results = json_results(name, command, log, incidents)
+    for line in (results or {}).get("lines", []):
+        log(f"  {line}")
+    return results
+
+
+def lines_section(title: str, intro: str, results: dict | None) -> list[str]:
+    """A report section of such a script: its title, what it measures, its lines as they are."""
+    if not results:
+        return []
+    return [f"## {title}", "", intro, "", "```text", *results["lines"], "```", ""]
