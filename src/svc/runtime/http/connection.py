@@ -123,7 +123,7 @@ class Connection(asyncio.Protocol):
         #: (the class may be compiled, and a compiled class cannot be subclassed in Python).
         self.on_phase: Any = None
         self.current: Any = None  # (Request, CompiledRoute) while a handler runs
-        self.ws: Any = None  # the EchoSession once upgraded
+        self.ws: Any = None  # the websocket.Framing once upgraded (the /ws echo)
         #: the events.EventStream of an event stream route once its stream started (its
         #: first event), until it ends: STREAMING with it means heartbeats, not /stream
         self.events: Any = None
@@ -182,7 +182,7 @@ class Connection(asyncio.Protocol):
                 if self.paced:  # the bytes arriving now buy their time
                     self.deadline = self.paced_from + (self.http.received + len(data)) / BODY_RATE_MIN
             elif phase is UPGRADED:
-                return self._ws_send(*self.ws.receive(data))
+                return self.send_frames(*self.ws.receive(data))
             elif phase is LINGERING or phase is CLOSED:
                 return
         events = self.http.feed(data)
@@ -235,7 +235,7 @@ class Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         phase = self.phase
         if phase is UPGRADED:
-            self._ws_send(*self.ws.receive_eof())
+            self.send_frames(*self.ws.receive_eof())
             return True
         if self.events is not None:  # an event stream's client left: close, cancelling it
             return False
@@ -548,7 +548,7 @@ class Connection(asyncio.Protocol):
         self.closing = True
         phase = self.phase
         if phase is UPGRADED:
-            self._ws_send(*self.ws.close())
+            self.send_frames(*self.ws.close())
         elif self.events is not None:  # an event stream ends now: its handler is cancelled
             task, self.task = self.task, None
             self.current = None
@@ -621,33 +621,54 @@ class Connection(asyncio.Protocol):
         if log.on:
             log.access(req.method, req.target, 200, self.started, self.route, req.rid, self)
 
+    # --- WebSockets: the /ws echo (websocket.py) ----------------------------------------------
+
     def upgrade(self, req: Request) -> None:
-        if req.method != "GET" or not req.upgrade or self.closing:
-            return self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
-                                b"Upgrade: websocket\r\n")
-        has_body = req.header(b"content-length") not in (None, b"0")
-        if has_body or req.header(b"transfer-encoding") is not None:
-            # its body would be read as WebSocket frames
-            return self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+        """/ws: the handshake, then the echo session (its access line now: 101)."""
         session = EchoSession()
+        if not self.handshake(req, session):
+            return
         rid = req.rid
         if not rid and self.app.every_id:
             rid = req.rid = new_request_id()
-        status, reason, extra = session.handshake(req.path, req.headers, rid)
-        if status != 101:
-            return self.finish(req, status, JSON, error_body(reason), extra)
-        self._flush()
+        session.accept(responses.id_field(rid) if rid else b"")
         log = self.app.log
         if log.on:
             log.access(req.method, req.target, 101, req.started, self.route, req.rid, self)
-        self.ws = session
-        self._enter(UPGRADED, 0.0)
-        self._ws_send(*session.outgoing())
-        leftover = self.http.take_upgrade_data()
-        if leftover:
-            self._ws_send(*session.receive(leftover))
+        self._carry(session, 0.0)
 
-    def _ws_send(self, chunks: list[bytes], done: bool) -> None:
+    def handshake(self, req: Request, framing: Any) -> bool:
+        """An upgrade request's checks, before anything runs for it: True when `framing`
+        may accept it; otherwise the refusal is answered here (426 for a request that is no
+        upgrade, 400 for one with a body or a bad handshake)."""
+        if req.method != "GET" or not req.upgrade or self.closing:
+            self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
+                        b"Upgrade: websocket\r\n")
+            return False
+        has_body = req.header(b"content-length") not in (None, b"0")
+        if has_body or req.header(b"transfer-encoding") is not None:
+            # its body would be read as WebSocket frames
+            self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+            return False
+        status, reason, extra = framing.check(req.path, req.headers)
+        if status != 101:
+            self.finish(req, status, JSON, error_body(reason), extra)
+            return False
+        return True
+
+    def _carry(self, framing: Any, deadline: float) -> None:
+        """From now on the connection carries `framing`'s frames: its 101 first, then what
+        came with the upgrade request."""
+        self._flush()
+        self.ws = framing
+        self._enter(UPGRADED, deadline)
+        self.send_frames(*framing.outgoing())
+        leftover = self.http.take_upgrade_data()
+        if leftover and self.ws is framing:
+            self.send_frames(*framing.receive(leftover))
+
+    def send_frames(self, chunks: list[bytes], done: bool) -> None:
+        """Write what a framing gave; `done`: the WebSocket is over, linger and close."""
         transport = self.transport
         if transport.is_closing():
             return
@@ -656,4 +677,3 @@ class Connection(asyncio.Protocol):
         if done:
             self.ws = None
             self._linger()
-
