@@ -8,6 +8,10 @@ an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes 
 `send`, `start_handler`, `stream`, `upgrade`; an event stream's first and last events,
 `begin_events` and `end_events`, from events.py); the others return events, matches and bytes.
 
+An event stream, once started, is the connection's `session`: a handler that outlives its
+status line. Its end (`answer`, `fault`), the sweep (`deadline_passed`: heartbeats), a lost
+connection and shutdown go to it, each behind a test that only those paths reach.
+
 A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
 in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
 allows); `_enter(phase, deadline)` is the only place a connection changes phase. Handlers start eagerly: most finish without suspending and are answered on the spot, with no
@@ -124,9 +128,10 @@ class Connection(asyncio.Protocol):
         self.on_phase: Any = None
         self.current: Any = None  # (Request, CompiledRoute) while a handler runs
         self.ws: Any = None  # the websocket.Framing once upgraded (the /ws echo)
-        #: the events.EventStream of an event stream route once its stream started (its
-        #: first event), until it ends: STREAMING with it means heartbeats, not /stream
-        self.events: Any = None
+        #: An event stream (events.EventStream) from its first event until its handler ends:
+        #: what its handler's end, the sweep and a lost connection are handed to (`ended`,
+        #: `failed`, `beat`, `lost`). STREAMING with one means heartbeats, not /stream.
+        self.session: Any = None
         #: The route of the request in progress (None for a 404 or 405), for the log line
         #: and the metrics: one attribute store a request.
         self.route: CompiledRoute | None = None
@@ -163,8 +168,8 @@ class Connection(asyncio.Protocol):
         if self.phase is not CLOSED:  # not closed by us: the peer left, or a write failed
             self._enter(CLOSED, 0.0)
         self.closing = True
-        if self.events is not None:  # the client left an event stream: its access line
-            self._events_lost()
+        if self.session is not None and self.session.lost():  # its handler may run on a
+            return self._let_go()  # while: the rest is done when it ends
         self.app.forget(self)
         self._let_go()
         task = self.task
@@ -237,7 +242,7 @@ class Connection(asyncio.Protocol):
         if phase is UPGRADED:
             self.send_frames(*self.ws.receive_eof())
             return True
-        if self.events is not None:  # an event stream's client left: close, cancelling it
+        if self.session is not None:  # an event stream's client left: close, cancelling it
             return False
         if self.pending or phase is HANDLING or phase is STREAMING:
             self.closing = True  # answer what was asked, then close
@@ -252,10 +257,8 @@ class Connection(asyncio.Protocol):
             self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
         elif phase is WAITING or phase is LINGERING:
             self._close()
-        elif self.events is not None:  # a stream idle for the heartbeat interval
-            if self.app.shutting_down:  # it started after the stop began (begin_events)
-                return self.shutdown()
-            self.deadline = self.events.heartbeat(now)
+        elif self.session is not None:  # an event stream idle for a heartbeat
+            self.session.beat(now)
 
     # --- requests --------------------------------------------------------------------------
 
@@ -331,8 +334,8 @@ class Connection(asyncio.Protocol):
         if finished:
             return self.answer(req, route, outcome)
         # It awaits something: its Resumer answers when done, or the sweep at the limit
-        # (not an event stream that started in its first step: no limit from then on).
-        if self.phase is not STREAMING:
+        # (not a session that started in its first step: no limit from then on).
+        if self.session is None:
             self._enter(HANDLING, deadline)
         self.current = (req, route)
         resumer: eager.Resumer = outcome
@@ -387,8 +390,8 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 return self.fault(req, exc)
             return self.finish(req, 200, JSON, body)
-        if self.events is not None:  # an event stream's handler returned: the stream ends
-            return self.end_events(req, route, value)
+        if self.session is not None:  # an event stream's handler returned
+            return self.session.ended(req, route, value)
         if value.__class__ is SvcError:  # with its header fields (answers.answer_error)
             return answer_error(self, req, route, value)
         if route.responds:
@@ -416,9 +419,8 @@ class Connection(asyncio.Protocol):
         which the answer carries too), the client gets 500."""
         trace = "".join(traceback.format_exception(exc))
         fault = fault_message(exc)
-        if self.events is not None:  # after the stream started its status is sent: end it
-            self.app.log.request_error(req, self.route, "internal error", trace, fault)
-            return self.end_events(req, self.route, None)
+        if self.session is not None:  # its status is sent: the session logs it and ends
+            return self.session.failed(req, exc, trace, fault)
         if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
             self.app.log.request_error(req, self.route, "request timed out", trace, fault)
             return self.finish(req, 504, JSON, responses.TIMED_OUT)
@@ -544,22 +546,26 @@ class Connection(asyncio.Protocol):
 
     def shutdown(self) -> None:
         """Stop after what is in flight: idle connections close now, busy ones after answering,
-        lingering ones after a short drain, WebSocket sessions with close code 1001."""
+        lingering ones after a short drain, WebSocket sessions with close code 1001, event
+        streams at once."""
         self.closing = True
         phase = self.phase
         if phase is UPGRADED:
             self.send_frames(*self.ws.close())
-        elif self.events is not None:  # an event stream ends now: its handler is cancelled
-            task, self.task = self.task, None
-            self.current = None
-            if task is not None:
-                self.app.in_flight -= 1
-                task.cancel()
-            self.end_events(self.events.req, self.route, None)
+        elif phase is STREAMING and self.session is not None:
+            self.session.stop()
         elif phase is WAITING and not self.pending:
             self._close()
         elif phase is LINGERING:
             self._enter(LINGERING, min(self.deadline, self.loop.time() + SHUTDOWN_LINGER_SECONDS))
+
+    def drop_handler(self) -> None:
+        """Cancel the suspended handler, if any, whose end nobody waits for now."""
+        task, self.task = self.task, None
+        self.current = None
+        if task is not None:
+            self.app.in_flight -= 1
+            task.cancel()
 
     # --- /stream and /ws ---------------------------------------------------------------------
 
@@ -601,20 +607,20 @@ class Connection(asyncio.Protocol):
         self._flush()
         now = self.loop.time()
         stream.last_write = now
-        self.events = stream
+        self.session = stream
         self._enter(STREAMING, now if self.app.shutting_down else now + events.HEARTBEAT_SECONDS)
 
     def end_events(self, req: Request, route: CompiledRoute | None, outcome: Any) -> None:
         """The stream is over (its handler returned `outcome`; None: a fault, or the server
         stops it): the last chunk, the access line (status 200, its whole duration)."""
-        stream, self.events = self.events, None
+        stream, self.session = self.session, None
         stream.end(outcome)
         self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
 
-    def _events_lost(self) -> None:
-        """The client of a started stream left: its handler is cancelled (by the caller,
-        connection_lost), the stream logged as answered (200, until now)."""
-        stream, self.events = self.events, None
+    def events_lost(self) -> None:
+        """The client of a started stream left: its handler is cancelled (by connection_lost),
+        the stream logged as answered (200, until now)."""
+        stream, self.session = self.session, None
         stream.end(None)
         req = stream.req
         log = self.app.log
