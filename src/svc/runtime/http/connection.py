@@ -5,12 +5,15 @@ the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what
 resolves to, hands it to the route's answer strategy (answers.py: call a plain handler, start
 an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes the answer
 (responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
-`send`, `start_handler`, `stream`, `upgrade`; an event stream's first and last events,
-`begin_events` and `end_events`, from events.py); the others return events, matches and bytes.
+`send`, `start_handler`, `stream`, `upgrade`, `handshake`, `hold_reading`; an event stream's
+first and last events, `begin_events` and `end_events`, from events.py; a program socket's
+upgrade and end, `begin_socket`, `send_frames` and `end_socket`, from sockets.py); the others
+return events, matches and bytes.
 
-An event stream, once started, is the connection's `session`: a handler that outlives its
-status line. Its end (`answer`, `fault`), the sweep (`deadline_passed`: heartbeats), a lost
-connection and shutdown go to it, each behind a test that only those paths reach.
+An event stream or a program's WebSocket, once started, is the connection's `session`: a
+handler that outlives its status line. Its end (`answer`, `fault`), the sweep (`deadline_passed`:
+heartbeats), a lost connection, shutdown and, for a socket, the transport's write pauses go to
+it, each behind a test that only those paths reach.
 
 A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
 in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
@@ -127,10 +130,11 @@ class Connection(asyncio.Protocol):
         #: (the class may be compiled, and a compiled class cannot be subclassed in Python).
         self.on_phase: Any = None
         self.current: Any = None  # (Request, CompiledRoute) while a handler runs
-        self.ws: Any = None  # the websocket.Framing once upgraded (the /ws echo)
-        #: An event stream (events.EventStream) from its first event until its handler ends:
-        #: what its handler's end, the sweep and a lost connection are handed to (`ended`,
-        #: `failed`, `beat`, `lost`). STREAMING with one means heartbeats, not /stream.
+        self.ws: Any = None  # the websocket.Framing once upgraded (the echo, a program socket)
+        #: An event stream (events.EventStream) from its first event, or a program's WebSocket
+        #: (sockets.Socket) from its upgrade, until its handler ends: what its handler's end,
+        #: the sweep and a lost connection are handed to (`ended`, `failed`, `beat`, `lost`).
+        #: STREAMING with one means heartbeats, not /stream; UPGRADED, a program's socket.
         self.session: Any = None
         #: The route of the request in progress (None for a 404 or 405), for the log line
         #: and the metrics: one attribute store a request.
@@ -169,7 +173,7 @@ class Connection(asyncio.Protocol):
             self._enter(CLOSED, 0.0)
         self.closing = True
         if self.session is not None and self.session.lost():  # its handler may run on a
-            return self._let_go()  # while: the rest is done when it ends
+            return self._let_go()  # while: the rest is done when it ends (sockets.Socket)
         self.app.forget(self)
         self._let_go()
         task = self.task
@@ -227,13 +231,16 @@ class Connection(asyncio.Protocol):
         self.head_at = perf_counter()
 
     def pause_writing(self) -> None:
-        """The peer reads slower than we answer: stop reading its requests until it catches up."""
+        """The peer reads slower than we answer: stop reading its requests until it catches up.
+        (A program's socket reads on: its senders wait instead, sockets.send.)"""
         self.write_paused = True
-        if not self.paused:
+        if not self.paused and (self.phase is not UPGRADED or self.session is None):
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        if self.phase is UPGRADED and self.session is not None:
+            return self.session.drained()
         if not self.paused and not self.transport.is_closing():
             self.transport.resume_reading()
 
@@ -257,7 +264,7 @@ class Connection(asyncio.Protocol):
             self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
         elif phase is WAITING or phase is LINGERING:
             self._close()
-        elif self.session is not None:  # an event stream idle for a heartbeat
+        elif self.session is not None:  # an event stream or socket idle for a heartbeat
             self.session.beat(now)
 
     # --- requests --------------------------------------------------------------------------
@@ -390,7 +397,7 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 return self.fault(req, exc)
             return self.finish(req, 200, JSON, body)
-        if self.session is not None:  # an event stream's handler returned
+        if self.session is not None:  # an event stream's or socket's handler returned
             return self.session.ended(req, route, value)
         if value.__class__ is SvcError:  # with its header fields (answers.answer_error)
             return answer_error(self, req, route, value)
@@ -546,8 +553,9 @@ class Connection(asyncio.Protocol):
 
     def shutdown(self) -> None:
         """Stop after what is in flight: idle connections close now, busy ones after answering,
-        lingering ones after a short drain, WebSocket sessions with close code 1001, event
-        streams at once."""
+        lingering ones after a short drain, WebSocket sessions with close code 1001 (a
+        program's socket's handler then receives None, and ends as it will), event streams
+        at once."""
         self.closing = True
         phase = self.phase
         if phase is UPGRADED:
@@ -627,7 +635,7 @@ class Connection(asyncio.Protocol):
         if log.on:
             log.access(req.method, req.target, 200, self.started, self.route, req.rid, self)
 
-    # --- WebSockets: the /ws echo (websocket.py) ----------------------------------------------
+    # --- WebSockets: the /ws echo (websocket.py), a program's socket (sockets.py) -------------
 
     def upgrade(self, req: Request) -> None:
         """/ws: the handshake, then the echo session (its access line now: 101)."""
@@ -661,6 +669,35 @@ class Connection(asyncio.Protocol):
             self.finish(req, status, JSON, error_body(reason), extra)
             return False
         return True
+
+    def hold_reading(self) -> None:
+        """Read nothing more until the upgrade (`begin_socket`) or the answer (`_linger`): a
+        program socket's client could otherwise pile up bytes while its handler decides."""
+        self.paused = True
+        self.transport.pause_reading()
+
+    def begin_socket(self, sock: Any, deadline: float) -> None:
+        """A program's socket, at its handler's first use of it: the 101 (with the request id
+        and CORS fields, as any answer), reading on, UPGRADED until it closes; `deadline` is
+        its first heartbeat's (sockets.Socket.beat)."""
+        sock.accept(self.id_line(sock.req))
+        self.session = sock
+        self.paused = False
+        self.transport.resume_reading()
+        self._carry(sock, deadline)
+
+    def end_socket(self, sock: Any, lost: bool) -> None:
+        """A program socket's handler ended, its socket closed: the access line (101, for the
+        whole session) and the trace's end; a connection already `lost` is let go now."""
+        self.session = None
+        req = sock.req
+        log = self.app.log
+        if log.on:
+            log.access(req.method, req.target, 101, req.started, sock.route, req.rid, self)
+        if self.app.tracer is not None:
+            self.app.tracer.request_done(self, req, 101)
+        if lost:
+            self.app.forget(self)
 
     def _carry(self, framing: Any, deadline: float) -> None:
         """From now on the connection carries `framing`'s frames: its 101 first, then what

@@ -7,7 +7,7 @@ frames (Ping → Pong, Close → Close), protocol errors (1002) and the 1 MiB me
 is UTF-8 (1007) is ours, since the sans-I/O layer hands over frames, not messages.
 
 What a whole message is for is the subclass's: `EchoSession` (the built-in `/ws`) sends it
-back.
+back; a program's socket (sockets.Socket) queues it for its handler.
 """
 
 from __future__ import annotations
