@@ -57,8 +57,8 @@ CANCEL_AFTER = 1.0
 REASON_LIMIT = 123
 #: The most bytes of a decoding error's message sent as the reason of its 1007.
 DECODE_REASON_LIMIT = 120
-#: Close codes a handler may send (RFC 6455 §7.4 and IANA's registry: 1004-1006 and 1015 are
-#: never sent, 1016-2999 are unassigned), and the private ones, 3000-4999.
+#: The registry's close codes a handler may send (RFC 6455 §7.4, IANA: 1004-1006 and 1015 are
+#: never sent, 1016-2999 are unassigned); those of libraries and applications, 3000-4999, too.
 SENDABLE_CODES = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013,
                             1014})
 
@@ -69,7 +69,8 @@ class Socket(Framing):
 
     `upgraded` once the 101 is sent; `closed` once nothing more is received or sent (the
     closing handshake began, from either side, or the connection was lost: `gone`).
-    `queue` holds the messages received and not yet read, `queued` their bytes;
+    `queue` holds the messages received and not yet read (each with its size on the wire),
+    `queued` their bytes;
     `readers` and `writers` are the futures `receive` and `send` calls wait on; `tasks` the
     `forward` tasks; `last_write` the loop time of the last frame sent (the heartbeat
     measures idleness from it).
@@ -83,8 +84,7 @@ class Socket(Framing):
         self.upgraded = False
         self.closed = False
         self.gone = False
-        self.queue: deque[str | bytes] = deque()
-        self.sizes: deque[int] = deque()
+        self.queue: deque[tuple[str | bytes, int]] = deque()
         self.queued = 0
         self.readers: list[asyncio.Future] = []
         self.writers: list[asyncio.Future] = []
@@ -101,8 +101,7 @@ class Socket(Framing):
     def message(self, data: str | bytes, raw: bytes) -> None:
         """A whole message: queued for `receive`. Past MESSAGE_LIMIT bytes queued unread,
         the connection stops reading until the handler catches up."""
-        self.queue.append(data)
-        self.sizes.append(len(raw))
+        self.queue.append((data, len(raw)))
         self.queued += len(raw)
         _wake(self.readers)
         conn = self.conn
@@ -131,7 +130,6 @@ class Socket(Framing):
         the client closed), writers False, and the `forward` tasks end."""
         if ours:
             self.queue.clear()
-            self.sizes.clear()
             self.queued = 0
         if self.closed:
             return
@@ -251,8 +249,8 @@ async def receive(sock: Socket, decode: Callable[[str | bytes], Any] | None = No
         if sock.closed:
             return None
         await _wait(sock.readers, sock.conn.loop)
-    data = sock.queue.popleft()
-    sock.queued -= sock.sizes.popleft()
+    data, size = sock.queue.popleft()
+    sock.queued -= size
     conn = sock.conn
     if conn.paused and sock.queued <= MESSAGE_LIMIT and not sock.closed:
         conn.paused = False  # caught up: read again
