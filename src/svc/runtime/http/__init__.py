@@ -10,6 +10,7 @@ answers, deadlines, workers, the built-in routes, and `test_request`'s in-memory
     binding.py         a request's captures, query, body and database into a handler's arguments
     uploads.py         an upload route's body received into temporary files (multipart or raw)
     events.py          server-sent events: the stream an `Events[T]` handler sends events on
+    sockets.py         a program's WebSocket: the socket a `WebSocket[In, Out]` handler holds
     answers.py         how each route is answered, one strategy object chosen at start-up
     eager.py           a handler's first step run at once, resumed without a Task if it suspends
     retries.py         a handler run again after its transaction clashed with another one
@@ -20,7 +21,7 @@ answers, deadlines, workers, the built-in routes, and `test_request`'s in-memory
     watchdog.py        interrupts a handler that computes without ever awaiting
     context.py         per-request context the database layer reads (deadline, trace context)
     builtin_routes.py  the reserved routes: GET /health, /ready, /stream and /ws
-    websocket.py       the `/ws` echo session (RFC 6455, websockets' sans-I/O protocol)
+    websocket.py       WebSocket framing (RFC 6455, websockets' sans-I/O protocol), the `/ws` echo
     test_client.py     `headers_of`, `test_request` and reading a `Response[T]` in svc tests
 
 svc.native.MODULES says which of these are compiled with mypyc.

@@ -1,6 +1,6 @@
 """How each route is answered, chosen once per route at start-up: one strategy object each.
 
-A route is answered in one of eight ways, and which one never changes while the server runs:
+A route is answered in one of nine ways, and which one never changes while the server runs:
 
     FixedBytes      /health: the same bytes every time (responses.Fixed)
     CallNow         a plain `def` handler: bind, call, answer, all in the callback that read
@@ -11,8 +11,11 @@ A route is answered in one of eight ways, and which one never changes while the 
                     transaction clashes with another one (retries.py)
     StartEventStream  an event stream route (an `Events[T]` parameter): started as
                     StartCoroutine starts one, with the handler's `EventStream` (events.py)
+    UpgradeToSocket   a WebSocket route (a `WebSocket[In, Out]` parameter): the upgrade
+                    request checked, then started as StartCoroutine starts one, with the
+                    handler's `Socket`, whose first use upgrades (sockets.py)
     StreamBody      /stream: a chunked body the handler writes piece by piece
-    UpgradeToWebSocket  /ws: the connection becomes a WebSocket session
+    UpgradeToWebSocket  /ws: the connection becomes the echo's WebSocket session
     AnswerOptions   OPTIONS on a known path (and `OPTIONS *`): 204 with the `Allow` line
 
 `answer_for(route)` picks the strategy (`CompiledRoute.answer`), so `Connection._handle` makes
@@ -28,7 +31,7 @@ import inspect
 from typing import TYPE_CHECKING
 
 from svc.rules.contract import ParamSource, ResultKind, Route
-from svc.runtime.http import events, responses
+from svc.runtime.http import events, responses, sockets
 from svc.runtime.http.binding import BindError
 from svc.runtime.http.protocol import Request
 from svc.runtime.http.retries import run_retried
@@ -136,6 +139,30 @@ class StartEventStream(Answer):
         conn.start_handler(req, route, route.handler(*args))
 
 
+class UpgradeToSocket(Answer):
+    """A WebSocket route: its handler gets a `sockets.Socket` at `at` among its arguments.
+    The upgrade request is checked first (426, 400: nothing runs for a refusal), then bound
+    and started as any `async def` handler, with reading held; the 101 goes out at the
+    handler's first use of its socket (sockets.py), so that its guards, and any error it
+    returns before, are answered as on any route."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def serve(self, conn: Connection, req: Request, route: CompiledRoute,
+              captures: tuple[bytes, ...]) -> None:
+        sock = sockets.Socket(conn, req, route)
+        if not conn.handshake(req, sock):
+            return
+        try:
+            args = route.arguments(captures, req, conn.app.db)
+        except BindError as refusal:
+            return conn.refuse(req, refusal)
+        args[self.at] = sock
+        conn.hold_reading()
+        conn.start_handler(req, route, sockets.run(sock, route.handler(*args)))
+
+
 class StreamBody(Answer):
     """/stream: the connection writes the head, the handler the chunks, the connection the end."""
 
@@ -202,6 +229,8 @@ def answer_for(route: Route) -> Answer:
     for at, param in enumerate(route.params):
         if param.source is ParamSource.EVENTS:
             return StartEventStream(at)
+        if param.source is ParamSource.SOCKET:
+            return UpgradeToSocket(at)
     if inspect.iscoroutinefunction(route.handler):
         return START_RETRIED if route.retried else START_COROUTINE
     return CALL_NOW

@@ -282,7 +282,8 @@ def _bind_one(i: int, param: Param, capture_index: dict[str, int],
         return [f"    a{i} = memoryview(body)" if param.type == "view" else f"    a{i} = bytes(body)"]
     if source is ParamSource.DB:
         return [f"    a{i} = db"]
-    if source is ParamSource.HEADERS or source is ParamSource.EVENTS:
+    if source is ParamSource.HEADERS or source is ParamSource.EVENTS \
+            or source is ParamSource.SOCKET:
         return [f"    a{i} = None"]  # set by the connection or the answer, which have the request
     if source is ParamSource.UPLOAD:
         lines = [f"    a{i} = body.files.get({param.name!r})"]

@@ -5,8 +5,15 @@ the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what
 resolves to, hands it to the route's answer strategy (answers.py: call a plain handler, start
 an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes the answer
 (responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
-`send`, `start_handler`, `stream`, `upgrade`; an event stream's first and last events,
-`begin_events` and `end_events`, from events.py); the others return events, matches and bytes.
+`send`, `start_handler`, `stream`, `upgrade`, `handshake`, `hold_reading`; an event stream's
+first and last events, `begin_events` and `end_events`, from events.py; a program socket's
+upgrade and end, `begin_socket`, `send_frames` and `end_socket`, from sockets.py); the others
+return events, matches and bytes.
+
+An event stream or a program's WebSocket, once started, is the connection's `session`: a
+handler that outlives its status line. Its end (`answer`, `fault`), the sweep (`deadline_passed`:
+heartbeats), a lost connection, shutdown and, for a socket, the transport's write pauses go to
+it, each behind a test that only those paths reach.
 
 A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
 in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
@@ -123,10 +130,12 @@ class Connection(asyncio.Protocol):
         #: (the class may be compiled, and a compiled class cannot be subclassed in Python).
         self.on_phase: Any = None
         self.current: Any = None  # (Request, CompiledRoute) while a handler runs
-        self.ws: Any = None  # the EchoSession once upgraded
-        #: the events.EventStream of an event stream route once its stream started (its
-        #: first event), until it ends: STREAMING with it means heartbeats, not /stream
-        self.events: Any = None
+        self.ws: Any = None  # the websocket.Framing once upgraded (the echo, a program socket)
+        #: An event stream (events.EventStream) from its first event, or a program's WebSocket
+        #: (sockets.Socket) from its upgrade, until its handler ends: what its handler's end,
+        #: the sweep and a lost connection are handed to (`ended`, `failed`, `beat`, `lost`).
+        #: STREAMING with one means heartbeats, not /stream; UPGRADED, a program's socket.
+        self.session: Any = None
         #: The route of the request in progress (None for a 404 or 405), for the log line
         #: and the metrics: one attribute store a request.
         self.route: CompiledRoute | None = None
@@ -163,8 +172,8 @@ class Connection(asyncio.Protocol):
         if self.phase is not CLOSED:  # not closed by us: the peer left, or a write failed
             self._enter(CLOSED, 0.0)
         self.closing = True
-        if self.events is not None:  # the client left an event stream: its access line
-            self._events_lost()
+        if self.session is not None and self.session.lost():  # its handler may run on a
+            return self._let_go()  # while: the rest is done when it ends (sockets.Socket)
         self.app.forget(self)
         self._let_go()
         task = self.task
@@ -182,7 +191,7 @@ class Connection(asyncio.Protocol):
                 if self.paced:  # the bytes arriving now buy their time
                     self.deadline = self.paced_from + (self.http.received + len(data)) / BODY_RATE_MIN
             elif phase is UPGRADED:
-                return self._ws_send(*self.ws.receive(data))
+                return self.send_frames(*self.ws.receive(data))
             elif phase is LINGERING or phase is CLOSED:
                 return
         events = self.http.feed(data)
@@ -222,22 +231,25 @@ class Connection(asyncio.Protocol):
         self.head_at = perf_counter()
 
     def pause_writing(self) -> None:
-        """The peer reads slower than we answer: stop reading its requests until it catches up."""
+        """The peer reads slower than we answer: stop reading its requests until it catches up.
+        (A program's socket reads on: its senders wait instead, sockets.send.)"""
         self.write_paused = True
-        if not self.paused:
+        if not self.paused and (self.phase is not UPGRADED or self.session is None):
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
         self.write_paused = False
+        if self.phase is UPGRADED and self.session is not None:
+            return self.session.drained()
         if not self.paused and not self.transport.is_closing():
             self.transport.resume_reading()
 
     def eof_received(self) -> bool:
         phase = self.phase
         if phase is UPGRADED:
-            self._ws_send(*self.ws.receive_eof())
+            self.send_frames(*self.ws.receive_eof())
             return True
-        if self.events is not None:  # an event stream's client left: close, cancelling it
+        if self.session is not None:  # an event stream's client left: close, cancelling it
             return False
         if self.pending or phase is HANDLING or phase is STREAMING:
             self.closing = True  # answer what was asked, then close
@@ -252,10 +264,8 @@ class Connection(asyncio.Protocol):
             self._reject(Reject(504, "request timed out", *self.http.target()), self.head_at)
         elif phase is WAITING or phase is LINGERING:
             self._close()
-        elif self.events is not None:  # a stream idle for the heartbeat interval
-            if self.app.shutting_down:  # it started after the stop began (begin_events)
-                return self.shutdown()
-            self.deadline = self.events.heartbeat(now)
+        elif self.session is not None:  # an event stream or socket idle for a heartbeat
+            self.session.beat(now)
 
     # --- requests --------------------------------------------------------------------------
 
@@ -331,8 +341,8 @@ class Connection(asyncio.Protocol):
         if finished:
             return self.answer(req, route, outcome)
         # It awaits something: its Resumer answers when done, or the sweep at the limit
-        # (not an event stream that started in its first step: no limit from then on).
-        if self.phase is not STREAMING:
+        # (not a session that started in its first step: no limit from then on).
+        if self.session is None:
             self._enter(HANDLING, deadline)
         self.current = (req, route)
         resumer: eager.Resumer = outcome
@@ -387,8 +397,8 @@ class Connection(asyncio.Protocol):
             except Exception as exc:
                 return self.fault(req, exc)
             return self.finish(req, 200, JSON, body)
-        if self.events is not None:  # an event stream's handler returned: the stream ends
-            return self.end_events(req, route, value)
+        if self.session is not None:  # an event stream's or socket's handler returned
+            return self.session.ended(req, route, value)
         if value.__class__ is SvcError:  # with its header fields (answers.answer_error)
             return answer_error(self, req, route, value)
         if route.responds:
@@ -416,9 +426,8 @@ class Connection(asyncio.Protocol):
         which the answer carries too), the client gets 500."""
         trace = "".join(traceback.format_exception(exc))
         fault = fault_message(exc)
-        if self.events is not None:  # after the stream started its status is sent: end it
-            self.app.log.request_error(req, self.route, "internal error", trace, fault)
-            return self.end_events(req, self.route, None)
+        if self.session is not None:  # its status is sent: the session logs it and ends
+            return self.session.failed(req, exc, trace, fault)
         if isinstance(exc, SvcTimeout):  # the watchdog interrupted a handler that never awaited
             self.app.log.request_error(req, self.route, "request timed out", trace, fault)
             return self.finish(req, 504, JSON, responses.TIMED_OUT)
@@ -544,22 +553,27 @@ class Connection(asyncio.Protocol):
 
     def shutdown(self) -> None:
         """Stop after what is in flight: idle connections close now, busy ones after answering,
-        lingering ones after a short drain, WebSocket sessions with close code 1001."""
+        lingering ones after a short drain, WebSocket sessions with close code 1001 (a
+        program's socket's handler then receives None, and ends as it will), event streams
+        at once."""
         self.closing = True
         phase = self.phase
         if phase is UPGRADED:
-            self._ws_send(*self.ws.close())
-        elif self.events is not None:  # an event stream ends now: its handler is cancelled
-            task, self.task = self.task, None
-            self.current = None
-            if task is not None:
-                self.app.in_flight -= 1
-                task.cancel()
-            self.end_events(self.events.req, self.route, None)
+            self.send_frames(*self.ws.close())
+        elif phase is STREAMING and self.session is not None:
+            self.session.stop()
         elif phase is WAITING and not self.pending:
             self._close()
         elif phase is LINGERING:
             self._enter(LINGERING, min(self.deadline, self.loop.time() + SHUTDOWN_LINGER_SECONDS))
+
+    def drop_handler(self) -> None:
+        """Cancel the suspended handler, if any, whose end nobody waits for now."""
+        task, self.task = self.task, None
+        self.current = None
+        if task is not None:
+            self.app.in_flight -= 1
+            task.cancel()
 
     # --- /stream and /ws ---------------------------------------------------------------------
 
@@ -601,53 +615,103 @@ class Connection(asyncio.Protocol):
         self._flush()
         now = self.loop.time()
         stream.last_write = now
-        self.events = stream
+        self.session = stream
         self._enter(STREAMING, now if self.app.shutting_down else now + events.HEARTBEAT_SECONDS)
 
     def end_events(self, req: Request, route: CompiledRoute | None, outcome: Any) -> None:
         """The stream is over (its handler returned `outcome`; None: a fault, or the server
         stops it): the last chunk, the access line (status 200, its whole duration)."""
-        stream, self.events = self.events, None
+        stream, self.session = self.session, None
         stream.end(outcome)
         self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
 
-    def _events_lost(self) -> None:
-        """The client of a started stream left: its handler is cancelled (by the caller,
-        connection_lost), the stream logged as answered (200, until now)."""
-        stream, self.events = self.events, None
+    def events_lost(self) -> None:
+        """The client of a started stream left: its handler is cancelled (by connection_lost),
+        the stream logged as answered (200, until now)."""
+        stream, self.session = self.session, None
         stream.end(None)
         req = stream.req
         log = self.app.log
         if log.on:
             log.access(req.method, req.target, 200, self.started, self.route, req.rid, self)
 
+    # --- WebSockets: the /ws echo (websocket.py), a program's socket (sockets.py) -------------
+
     def upgrade(self, req: Request) -> None:
-        if req.method != "GET" or not req.upgrade or self.closing:
-            return self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
-                                b"Upgrade: websocket\r\n")
-        has_body = req.header(b"content-length") not in (None, b"0")
-        if has_body or req.header(b"transfer-encoding") is not None:
-            # its body would be read as WebSocket frames
-            return self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+        """/ws: the handshake, then the echo session (its access line now: 101)."""
         session = EchoSession()
+        if not self.handshake(req, session):
+            return
         rid = req.rid
         if not rid and self.app.every_id:
             rid = req.rid = new_request_id()
-        status, reason, extra = session.handshake(req.path, req.headers, rid)
-        if status != 101:
-            return self.finish(req, status, JSON, error_body(reason), extra)
-        self._flush()
+        session.accept(responses.id_field(rid) if rid else b"")
         log = self.app.log
         if log.on:
             log.access(req.method, req.target, 101, req.started, self.route, req.rid, self)
-        self.ws = session
-        self._enter(UPGRADED, 0.0)
-        self._ws_send(*session.outgoing())
-        leftover = self.http.take_upgrade_data()
-        if leftover:
-            self._ws_send(*session.receive(leftover))
+        self._carry(session, 0.0)
 
-    def _ws_send(self, chunks: list[bytes], done: bool) -> None:
+    def handshake(self, req: Request, framing: Any) -> bool:
+        """An upgrade request's checks, before anything runs for it: True when `framing`
+        may accept it; otherwise the refusal is answered here (426 for a request that is no
+        upgrade, 400 for one with a body or a bad handshake)."""
+        if req.method != "GET" or not req.upgrade or self.closing:
+            self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
+                        b"Upgrade: websocket\r\n")
+            return False
+        has_body = req.header(b"content-length") not in (None, b"0")
+        if has_body or req.header(b"transfer-encoding") is not None:
+            # its body would be read as WebSocket frames
+            self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+            return False
+        status, reason, extra = framing.check(req.path, req.headers)
+        if status != 101:
+            self.finish(req, status, JSON, error_body(reason), extra)
+            return False
+        return True
+
+    def hold_reading(self) -> None:
+        """Read nothing more until the upgrade (`begin_socket`) or the answer (`_linger`): a
+        program socket's client could otherwise pile up bytes while its handler decides."""
+        self.paused = True
+        self.transport.pause_reading()
+
+    def begin_socket(self, sock: Any, deadline: float) -> None:
+        """A program's socket, at its handler's first use of it: the 101 (with the request id
+        and CORS fields, as any answer), reading on, UPGRADED until it closes; `deadline` is
+        its first heartbeat's (sockets.Socket.beat)."""
+        sock.accept(self.id_line(sock.req))
+        self.session = sock
+        self.paused = False
+        self.transport.resume_reading()
+        self._carry(sock, deadline)
+
+    def end_socket(self, sock: Any, lost: bool) -> None:
+        """A program socket's handler ended, its socket closed: the access line (101, for the
+        whole session) and the trace's end; a connection already `lost` is let go now."""
+        self.session = None
+        req = sock.req
+        log = self.app.log
+        if log.on:
+            log.access(req.method, req.target, 101, req.started, sock.route, req.rid, self)
+        if self.app.tracer is not None:
+            self.app.tracer.request_done(self, req, 101)
+        if lost:
+            self.app.forget(self)
+
+    def _carry(self, framing: Any, deadline: float) -> None:
+        """From now on the connection carries `framing`'s frames: its 101 first, then what
+        came with the upgrade request."""
+        self._flush()
+        self.ws = framing
+        self._enter(UPGRADED, deadline)
+        self.send_frames(*framing.outgoing())
+        leftover = self.http.take_upgrade_data()
+        if leftover and self.ws is framing:
+            self.send_frames(*framing.receive(leftover))
+
+    def send_frames(self, chunks: list[bytes], done: bool) -> None:
+        """Write what a framing gave; `done`: the WebSocket is over, linger and close."""
         transport = self.transport
         if transport.is_closing():
             return
@@ -656,4 +720,3 @@ class Connection(asyncio.Protocol):
         if done:
             self.ws = None
             self._linger()
-

@@ -83,6 +83,37 @@ class EventStream:
             self.last_write = now
         return self.last_write + HEARTBEAT_SECONDS
 
+    # --- as the connection's `session` (Connection.session), once started -----------------
+
+    def ended(self, req: Any, route: Any, outcome: Any) -> None:
+        """Its handler returned `outcome`: the stream ends (the last chunk, the access line)."""
+        self.conn.end_events(req, route, outcome)
+
+    def failed(self, req: Any, exc: BaseException, trace: str, fault: str) -> None:
+        """Its handler raised: logged as any handler's fault, and the stream ends."""
+        conn = self.conn
+        conn.app.log.request_error(req, conn.route, "internal error", trace, fault)
+        conn.end_events(req, conn.route, None)
+
+    def lost(self) -> bool:
+        """The client left: the access line now; False: the connection cancels the handler."""
+        self.conn.events_lost()
+        return False
+
+    def stop(self) -> None:
+        """The server stops: the handler is cancelled and the stream ends now."""
+        conn = self.conn
+        conn.drop_handler()
+        conn.end_events(self.req, conn.route, None)
+
+    def beat(self, now: float) -> None:
+        """The connection's deadline passed: a heartbeat, or the end of a stream that started
+        after the server's stop began (Connection.begin_events)."""
+        conn = self.conn
+        if conn.app.shutting_down:
+            return conn.shutdown()
+        conn.deadline = self.heartbeat(now)
+
     def end(self, outcome: Any) -> None:
         """The stream is over (its handler returned `outcome`, or None when it ended by a
         fault, the server's stop or the client's leaving): log what the client was not told."""

@@ -10,7 +10,8 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
     HANDLING   a handler is suspended (its Resumer)             → 504, handler cancelled
     STREAMING  /stream is writing (no deadline), or an event stream (events.py) has
                started                                          → a heartbeat if idle
-    UPGRADED   a WebSocket session (no deadline)
+    UPGRADED   a WebSocket: the /ws echo (no deadline), or a program's
+               socket (sockets.py)                              → a Ping if idle
     LINGERING  our side is done; drain the peer, then close      → close
     CLOSED     the transport is closed or closing
 
@@ -43,7 +44,7 @@ STREAMING, UPGRADED, LINGERING, CLOSED = Phase.STREAMING, Phase.UPGRADED, Phase.
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     WAITING: frozenset({WAITING, RECEIVING, HANDLING, STREAMING, UPGRADED, LINGERING, CLOSED}),
     RECEIVING: frozenset({WAITING, HANDLING, STREAMING, LINGERING, CLOSED}),
-    HANDLING: frozenset({WAITING, STREAMING, LINGERING, CLOSED}),
+    HANDLING: frozenset({WAITING, STREAMING, UPGRADED, LINGERING, CLOSED}),
     STREAMING: frozenset({WAITING, LINGERING, CLOSED}),
     UPGRADED: frozenset({LINGERING, CLOSED}),
     LINGERING: frozenset({LINGERING, CLOSED}),

@@ -1,10 +1,13 @@
-"""The `/ws` echo session: RFC 6455 framing by the `websockets` sans-I/O protocol.
+"""WebSocket framing (RFC 6455, websockets' sans-I/O protocol), and the `/ws` echo session.
 
-The server keeps the socket; this class turns received bytes into bytes to send. websockets
-handles the handshake checks, masking, control frames (Ping → Pong, Close → Close), protocol
-errors (1002) and the 1 MiB message limit (1009, counted over all fragments). Reassembling
-fragments and checking that a text message is UTF-8 (1007) is ours, since the sans-I/O layer
-hands over frames, not messages.
+The server keeps the socket; a `Framing` turns received bytes into whole messages and
+messages into bytes to send. websockets handles the handshake checks, masking, control
+frames (Ping → Pong, Close → Close), protocol errors (1002) and the 1 MiB message limit
+(1009, counted over all fragments). Reassembling fragments and checking that a text message
+is UTF-8 (1007) is ours, since the sans-I/O layer hands over frames, not messages.
+
+What a whole message is for is the subclass's: `EchoSession` (the built-in `/ws`) sends it
+back; a program's socket (sockets.Socket) queues it for its handler.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 from websockets.datastructures import Headers
 from websockets.frames import CloseCode, Opcode
 from websockets.http11 import Request as WsRequest
+from websockets.http11 import Response as WsResponse
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
@@ -23,38 +27,55 @@ _logger = logging.getLogger("svc.websocket")
 _logger.addHandler(logging.NullHandler())
 _logger.propagate = False
 
+OPEN = State.OPEN
 
-class EchoSession:
-    """One WebSocket connection after (or during) its opening handshake."""
 
-    #: The framing, made by `handshake` when it accepts the upgrade; the connection calls
-    #: nothing else before (or at all, after a refusal).
+class Framing:
+    """One WebSocket connection's framing, from its opening handshake on.
+
+    `check` looks at the upgrade request; `accept` makes the 101 that `outgoing` then hands
+    out first. Each of `receive`, `receive_eof`, `close` and `outgoing` returns (the bytes to
+    send, whether the TCP connection should now close); the connection writes them.
+    """
+
+    #: The framing, made by `accept`; the connection calls nothing else before it (or at all,
+    #: after a refusal).
     protocol: ServerProtocol
 
     def __init__(self) -> None:
+        self._checker: ServerProtocol | None = None
+        self._response: WsResponse | None = None
         self._handshake_bytes: list[bytes] = []
         self._opcode: Opcode | None = None
         self._fragments: list[bytes] = []
 
-    def handshake(self, path: str, headers: list[tuple[bytes, bytes]],
-                  request_id: str = "") -> tuple[int, str, bytes]:
-        """Check the upgrade request: (101, "", b"") when accepted, else (status, reason,
-        header lines the refusal must carry). The 101 carries `X-Request-Id` when the request
-        has an id, like every other answer (a refusal gets it from the connection)."""
+    def check(self, path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str, bytes]:
+        """Check the upgrade request: (101, "", b"") when it may be accepted, else (status,
+        reason, header lines the refusal must carry)."""
         # The request is already parsed: a CONNECTING protocol object only checks it and
-        # writes the 101; a second one, created OPEN, then does the framing.
+        # writes the 101; a second one, created OPEN by `accept`, then does the framing.
         checker = ServerProtocol(logger=_logger)
         request = WsRequest(path, Headers((k.decode("latin-1"), v.decode("latin-1")) for k, v in headers))
         response = checker.accept(request)
         if response.status_code != 101:
             reason = str(checker.handshake_exc or "invalid WebSocket handshake")
             return response.status_code, reason, _refusal_headers(response.status_code, reason)
-        if request_id:
-            response.headers["X-Request-Id"] = request_id
+        self._checker, self._response = checker, response
+        return 101, "", b""
+
+    def accept(self, fields: bytes = b"") -> None:
+        """The 101, with `fields` (header lines such as the request id's) added; framing from
+        now on."""
+        checker, response = self._checker, self._response
+        assert checker is not None and response is not None, "accept before a passed check"
+        for line in fields.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name:
+                response.headers[name.decode("latin-1")] = value.strip().decode("latin-1")
         checker.send_response(response)
         self._handshake_bytes = checker.data_to_send()
-        self.protocol = ServerProtocol(state=State.OPEN, max_size=MESSAGE_LIMIT, logger=_logger)
-        return 101, "", b""
+        self._checker = self._response = None
+        self.protocol = ServerProtocol(state=OPEN, max_size=MESSAGE_LIMIT, logger=_logger)
 
     def receive(self, data: bytes) -> tuple[list[bytes], bool]:
         """Feed bytes; return (bytes to send, whether the TCP connection should now close)."""
@@ -69,10 +90,10 @@ class EchoSession:
         self.protocol.events_received()
         return self.outgoing()
 
-    def close(self, code: int = CloseCode.GOING_AWAY) -> tuple[list[bytes], bool]:
-        """Start the closing handshake from our side (server shutdown)."""
-        if self.protocol.state is State.OPEN:
-            self.protocol.send_close(code)
+    def close(self, code: int = CloseCode.GOING_AWAY, reason: str = "") -> tuple[list[bytes], bool]:
+        """Start the closing handshake from our side (1001: server shutdown)."""
+        if self.protocol.state is OPEN:
+            self.protocol.send_close(code, reason)
         return self.outgoing()
 
     def outgoing(self) -> tuple[list[bytes], bool]:
@@ -82,11 +103,16 @@ class EchoSession:
         done = self.protocol.close_expected() or self.protocol.state is State.CLOSED
         return [c for c in chunks if c], done or b"" in chunks
 
+    def message(self, data: str | bytes, raw: bytes) -> None:
+        """A whole message arrived: a text message as its str, a binary one as bytes; `raw`
+        is what came over the wire (a text's UTF-8). The subclass's to handle."""
+        raise NotImplementedError
+
     def _on_frame(self, frame) -> None:
         opcode = frame.opcode
         if opcode is Opcode.TEXT or opcode is Opcode.BINARY:
             if frame.fin:
-                self._echo(opcode, frame.data)
+                self._whole(opcode, frame.data)
             else:
                 self._opcode = opcode
                 self._fragments = [frame.data]
@@ -95,22 +121,33 @@ class EchoSession:
             if frame.fin:
                 data = b"".join(self._fragments)
                 opcode, self._opcode, self._fragments = self._opcode, None, []
-                self._echo(opcode, data)
+                self._whole(opcode, data)
         # Ping, Pong and Close are answered by the protocol object itself.
 
-    def _echo(self, opcode: Opcode | None, data: bytes) -> None:
+    def _whole(self, opcode: Opcode | None, data: bytes) -> None:
         protocol = self.protocol
-        if protocol.state is not State.OPEN:
+        if protocol.state is not OPEN:
             return
+        raw = bytes(data)
         if opcode is Opcode.TEXT:
             try:
-                bytes(data).decode("utf-8")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError:
                 protocol.fail(CloseCode.INVALID_DATA, "invalid UTF-8 in text message")
                 return
-            protocol.send_text(data)
+            self.message(text, raw)
         else:
-            protocol.send_binary(data)
+            self.message(raw, raw)
+
+
+class EchoSession(Framing):
+    """The `/ws` echo: every message goes back as it came, text as text, binary as binary."""
+
+    def message(self, data: str | bytes, raw: bytes) -> None:
+        if isinstance(data, str):
+            self.protocol.send_text(raw)
+        else:
+            self.protocol.send_binary(raw)
 
 
 def _refusal_headers(status: int, reason: str) -> bytes:

@@ -22,11 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from svc.rules.contract import MESSAGE_LIMIT
-from svc.runtime.http import events
-try:
-    from svc.runtime.http import sockets
-except ImportError:  # TEMP until sockets.py lands
-    sockets = None
+from svc.runtime.http import events, sockets
 from svc.runtime.lib.support import SvcError, json_decode, json_encode
 from svc.runtime.observability.serverlog import log_warn
 from svc.runtime.topics import Subscription, start_topics
