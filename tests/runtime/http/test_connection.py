@@ -655,7 +655,7 @@ def test_the_phase_changes_only_in_enter():
     from svc import native
     # read from the source file: the module itself may be compiled (svc.native)
     source = native.source_path("svc.runtime.http.connection").read_text()
-    assert source.count("self.phase = ") == 2  # the initial phase in __init__, and _enter
+    assert source.count("self.phase = ") == 2  # the initial phase in __init__, and enter
     enter = next(node for node in ast.walk(ast.parse(source))
-                 if isinstance(node, ast.FunctionDef) and node.name == "_enter")
+                 if isinstance(node, ast.FunctionDef) and node.name == "enter")
     assert "self.phase = phase" in ast.unparse(enter)

@@ -31,7 +31,7 @@ import inspect
 from typing import TYPE_CHECKING
 
 from svc.rules.contract import ParamSource, ResultKind, Route
-from svc.runtime.http import events, responses, sockets
+from svc.runtime.http import builtin_routes, events, responses, sockets, websocket
 from svc.runtime.http.binding import BindError
 from svc.runtime.http.protocol import Request
 from svc.runtime.http.retries import run_retried
@@ -119,7 +119,7 @@ class StartRetried(Answer):
 class StartEventStream(Answer):
     """An event stream route: its handler gets an `events.EventStream` at `at` among its
     arguments and is started as any `async def` one; its first event starts the stream
-    (Connection.begin_events). HEAD is answered with the stream's head alone, the handler
+    (events.begin_stream). HEAD is answered with the stream's head alone, the handler
     not run (it could only send a body nobody reads, for as long as it likes)."""
 
     def __init__(self, at: int) -> None:
@@ -152,14 +152,14 @@ class UpgradeToSocket(Answer):
     def serve(self, conn: Connection, req: Request, route: CompiledRoute,
               captures: tuple[bytes, ...]) -> None:
         sock = sockets.Socket(conn, req, route)
-        if not conn.handshake(req, sock):
+        if not websocket.handshake(conn, req, sock):
             return
         try:
             args = route.arguments(captures, req, conn.app.db)
         except BindError as refusal:
             return conn.refuse(req, refusal)
         args[self.at] = sock
-        conn.hold_reading()
+        sockets.hold_reading(conn)
         conn.start_handler(req, route, sockets.run(sock, route.handler(*args)))
 
 
@@ -168,7 +168,7 @@ class StreamBody(Answer):
 
     def serve(self, conn: Connection, req: Request, route: CompiledRoute,
               captures: tuple[bytes, ...]) -> None:
-        conn.stream(req, route)
+        builtin_routes.serve_stream(conn, req, route)
 
 
 class UpgradeToWebSocket(Answer):
@@ -176,7 +176,7 @@ class UpgradeToWebSocket(Answer):
 
     def serve(self, conn: Connection, req: Request, route: CompiledRoute,
               captures: tuple[bytes, ...]) -> None:
-        conn.upgrade(req)
+        websocket.upgrade(conn, req)
 
 
 class AnswerOptions(Answer):

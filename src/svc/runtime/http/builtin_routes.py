@@ -15,6 +15,8 @@ import asyncio
 from typing import Any, Callable
 
 from svc.rules.contract import Param, ParamSource, ResultKind, Route
+from svc.runtime.http import responses
+from svc.runtime.http.phases import STREAMING
 from svc.runtime.lib.support import SvcError
 
 STREAM_CHUNKS = tuple(f"chunk:{i}\n".encode() for i in range(5))
@@ -82,3 +84,30 @@ ROUTES = (HEALTH, READY_ROUTE, *DEMO_ROUTES)
 def serving(demo_routes: bool = True) -> tuple[Route, ...]:
     """The built-in routes a server answers: all of them, or all but the demonstrations."""
     return ROUTES if demo_routes else (HEALTH, READY_ROUTE)
+
+
+def serve_stream(conn: Any, req: Any, route: Any) -> None:
+    """/stream on `conn`: the head, then the handler writes the chunks (on a task of its own),
+    then the last chunk when it ends."""
+    keep = conn.keeps_alive(req)
+    head = responses.head(200, responses.TEXT, None, keep, STREAM_HEAD_EXTRA + conn.id_line(req))
+    if req.method == "HEAD":
+        return conn.send(req, 200, keep, head)
+    conn.write(head)
+    conn.flush()
+    conn.enter(STREAMING, 0.0)
+    conn.current = (req, route)
+    task = conn.task = conn.loop.create_task(route.handler(conn.transport.write))
+    conn.app.in_flight += 1
+    task.add_done_callback(lambda done: _stream_done(conn, done))
+
+
+def _stream_done(conn: Any, task: asyncio.Task) -> None:
+    if task is not conn.task:
+        return
+    conn.task = None
+    conn.app.in_flight -= 1
+    req, _route = conn.current
+    conn.current = None
+    conn.send(req, 200, conn.keeps_alive(req), STREAM_END)
+    conn.after_async()

@@ -5,10 +5,11 @@ the sans-I/O `HttpConnection` (protocol.py), asks the `Router` (routing.py) what
 resolves to, hands it to the route's answer strategy (answers.py: call a plain handler, start
 an `async def` one eagerly with eager.py, fixed bytes, /stream, /ws) and writes the answer
 (responses.py). Only the strategies call back into this one (`answer`, `fault`, `finish`,
-`send`, `start_handler`, `stream`, `upgrade`, `handshake`, `hold_reading`; an event stream's
-first and last events, `begin_events` and `end_events`, from events.py; a program socket's
-upgrade and end, `begin_socket`, `send_frames` and `end_socket`, from sockets.py); the others
-return events, matches and bytes.
+`send`, `start_handler`), and the modules of what a connection carries once it is past
+request and answer, with `write`, `flush`, `enter` and `send_frames`: /stream's chunks
+(builtin_routes.py), an event stream's start and end (events.py), a WebSocket's handshake and
+upgrade (websocket.py) and a program socket's start and end (sockets.py); the others return
+events, matches and bytes.
 
 An event stream or a program's WebSocket, once started, is the connection's `session`: a
 handler that outlives its status line. Its end (`answer`, `fault`), the sweep (`deadline_passed`:
@@ -17,7 +18,7 @@ it, each behind a test that only those paths reach.
 
 A connection is always in one `Phase` (phases.py: what its single `deadline` attribute means
 in each, checked by the one `Sweeper` timer of deadlines.py, and the moves `TRANSITIONS`
-allows); `_enter(phase, deadline)` is the only place a connection changes phase. Handlers start eagerly: most finish without suspending and are answered on the spot, with no
+allows); `enter(phase, deadline)` is the only place a connection changes phase. Handlers start eagerly: most finish without suspending and are answered on the spot, with no
 Task; one that really awaits is driven on by an `eager.Resumer` (no Task either).
 A request's uploaded files (uploads.py) are closed when it is answered (`send`) or dropped
 with its connection (`_let_go`: lingering, or gone), a body still arriving's too.
@@ -33,21 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 from svc.rules.contract import BODY_RATE_MIN, PROCESSING_LIMIT, ResultKind
 from svc.process import fault_message
-from svc.runtime.http import builtin_routes, custom_response, eager, events, responses
+from svc.runtime.http import custom_response, eager, responses
 from svc.runtime.http.context import request_deadline_var as _deadline_var
 from svc.runtime.http.deadlines import Sweeper
 from svc.runtime.http.phases import (  # noqa: F401 - Phase and TRANSITIONS: this module's API
     CLOSED, HANDLING, LINGERING, RECEIVING, STREAMING, TRANSITIONS, UPGRADED, WAITING, Phase,
 )
 from svc.runtime.http.protocol import Continue, HttpConnection, Reject, Request
-from svc.runtime.http.responses import JSON, TEXT, encode_result, error_body, render
+from svc.runtime.http.responses import JSON, encode_result, error_body, render
 from svc.runtime.http.routing import BindError, CompiledRoute, Refusal, Router
 from svc.runtime.observability.accesslog import ServerLog, new_request_id
 from svc.runtime.observability.serverlog import standalone
 from svc.runtime.http.answers import answer_error
 from svc.runtime.lib.support import SvcError
 from svc.runtime.http.watchdog import SvcTimeout
-from svc.runtime.http.websocket import EchoSession
 
 if TYPE_CHECKING:  # the serving services, as the App holds them
     from svc.runtime.observability.tracing import Tracer
@@ -148,7 +148,7 @@ class Connection(asyncio.Protocol):
         #: where a field of the msgspec Request cost ~200 instructions a request, measured)
         self.extra = b""
 
-    def _enter(self, phase: Phase, deadline: float) -> None:
+    def enter(self, phase: Phase, deadline: float) -> None:
         """Move to `phase`, whose deadline (a loop time, 0.0 for none) is `deadline`."""
         if self.on_phase is not None:
             self.on_phase(self.phase, phase)
@@ -164,13 +164,13 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport) -> None:
         self.transport = transport
-        self._enter(WAITING, self.loop.time() + self.app.wait)
+        self.enter(WAITING, self.loop.time() + self.app.wait)
         self.app.connections.add(self)
         self.app.sweeper.add(self)
 
     def connection_lost(self, exc) -> None:
         if self.phase is not CLOSED:  # not closed by us: the peer left, or a write failed
-            self._enter(CLOSED, 0.0)
+            self.enter(CLOSED, 0.0)
         self.closing = True
         if self.session is not None and self.session.lost():  # its handler may run on a
             return self._let_go()  # while: the rest is done when it ends (sockets.Socket)
@@ -208,7 +208,7 @@ class Connection(asyncio.Protocol):
             self.out = []
             self.pending.extend(events)
             self._drain_pending()
-            self._flush()
+            self.flush()
         if self.http.in_body and self.phase is WAITING:
             self._start_receiving()
 
@@ -227,7 +227,7 @@ class Connection(asyncio.Protocol):
         if self.paced:
             self.paced_from = deadline
             deadline += self.http.received / BODY_RATE_MIN
-        self._enter(RECEIVING, deadline)
+        self.enter(RECEIVING, deadline)
         self.head_at = perf_counter()
 
     def pause_writing(self) -> None:
@@ -292,7 +292,7 @@ class Connection(asyncio.Protocol):
         found: Any = self.app.router.resolve(ask.method, ask.path)
         refusal = found if found.__class__ is Refusal else found[0].body_refusal(ask.content_type)
         if refusal is None:
-            return self._write(responses.CONTINUE)
+            return self.write(responses.CONTINUE)
         # the body was never asked for: answer and close rather than read it
         self._reject(Reject(refusal.status, refusal.reason, ask.method, ask.target),
                      extra=refusal.extra)
@@ -343,7 +343,7 @@ class Connection(asyncio.Protocol):
         # It awaits something: its Resumer answers when done, or the sweep at the limit
         # (not a session that started in its first step: no limit from then on).
         if self.session is None:
-            self._enter(HANDLING, deadline)
+            self.enter(HANDLING, deadline)
         self.current = (req, route)
         resumer: eager.Resumer = outcome
         self.task = resumer
@@ -366,7 +366,7 @@ class Connection(asyncio.Protocol):
             self.fault(req, exc)
         else:
             self.answer(req, route, task.result())
-        self._after_async()
+        self.after_async()
 
     def _timed_out(self) -> None:
         task, self.task = self.task, None
@@ -376,9 +376,9 @@ class Connection(asyncio.Protocol):
             self.app.in_flight -= 1
             task.cancel()
         self.finish(req, 504, JSON, responses.TIMED_OUT)
-        self._after_async()
+        self.after_async()
 
-    def _after_async(self) -> None:
+    def after_async(self) -> None:
         """A response finished outside data_received: carry on with queued requests."""
         if self.transport.is_closing():
             return
@@ -460,14 +460,14 @@ class Connection(asyncio.Protocol):
         """Write (the rest of) a response, log it, and wait for the next request or linger."""
         if req.form is not None:  # its uploaded files
             req.release()
-        self._write(data)
+        self.write(data)
         log = self.app.log
         if log.on:
             log.access(req.method, req.target, status, self.started, self.route, req.rid, self)
         if self.app.tracer is not None:
             self.app.tracer.request_done(self, req, status)
         if keep:
-            self._enter(WAITING, self.loop.time() + self.app.wait)
+            self.enter(WAITING, self.loop.time() + self.app.wait)
         else:
             self._linger()
 
@@ -476,7 +476,7 @@ class Connection(asyncio.Protocol):
         rid = new_request_id() if self.app.every_id else ""
         if rid:
             extra += responses.id_field(rid)
-        self._write(render(reject.status, JSON, error_body(reject.reason), False, extra))
+        self.write(render(reject.status, JSON, error_body(reject.reason), False, extra))
         log = self.app.log
         if reject.detail:  # an upload that could not be stored: the OS's words
             target = reject.target.decode("latin-1")
@@ -488,14 +488,14 @@ class Connection(asyncio.Protocol):
             self.app.tracer.rejected(self, reject.method, reject.target, reject.status, rid)
         self._linger()
 
-    def _write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> None:
         out = self.out
         if out is None:
             self.transport.write(data)
         else:
             out.append(data)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         out, self.out = self.out, None
         if out:
             self.transport.write(b"".join(out))
@@ -510,14 +510,14 @@ class Connection(asyncio.Protocol):
         """
         if self.app.shutting_down:
             self._refuse_queued()
-        self._flush()
+        self.flush()
         self._let_go()
         self.pending.clear()
         transport = self.transport
         if not transport.can_write_eof():
             return self._close()
         transport.write_eof()
-        self._enter(LINGERING, self.loop.time() + self._linger_seconds())
+        self.enter(LINGERING, self.loop.time() + self._linger_seconds())
         if self.paused or self.write_paused:  # drain what the peer still sends
             self.paused = self.write_paused = False
             transport.resume_reading()
@@ -536,7 +536,7 @@ class Connection(asyncio.Protocol):
         return SHUTDOWN_LINGER_SECONDS if self.app.shutting_down else LINGER_SECONDS
 
     def _close(self) -> None:
-        self._enter(CLOSED, 0.0)
+        self.enter(CLOSED, 0.0)
         self.transport.close()
 
     def _refuse_queued(self) -> None:
@@ -544,7 +544,7 @@ class Connection(asyncio.Protocol):
         for event in self.pending:
             if event.__class__ is Request:
                 event.started = perf_counter()
-                self._write(render(503, JSON, SHUTTING_DOWN, False, responses.RETRY_AFTER
+                self.write(render(503, JSON, SHUTTING_DOWN, False, responses.RETRY_AFTER
                                    + self.id_line(event), event.method != "HEAD"))
                 log = self.app.log
                 if log.on:
@@ -565,7 +565,7 @@ class Connection(asyncio.Protocol):
         elif phase is WAITING and not self.pending:
             self._close()
         elif phase is LINGERING:
-            self._enter(LINGERING, min(self.deadline, self.loop.time() + SHUTDOWN_LINGER_SECONDS))
+            self.enter(LINGERING, min(self.deadline, self.loop.time() + SHUTDOWN_LINGER_SECONDS))
 
     def drop_handler(self) -> None:
         """Cancel the suspended handler, if any, whose end nobody waits for now."""
@@ -575,140 +575,7 @@ class Connection(asyncio.Protocol):
             self.app.in_flight -= 1
             task.cancel()
 
-    # --- /stream and /ws ---------------------------------------------------------------------
-
-    def stream(self, req: Request, route: CompiledRoute) -> None:
-        keep = self.keeps_alive(req)
-        head = responses.head(200, TEXT, None, keep,
-                              builtin_routes.STREAM_HEAD_EXTRA + self.id_line(req))
-        if req.method == "HEAD":
-            return self.send(req, 200, keep, head)
-        self._write(head)
-        self._flush()
-        self._enter(STREAMING, 0.0)
-        self.current = (req, route)
-        task = self.task = self.loop.create_task(route.handler(self.transport.write))
-        self.app.in_flight += 1
-        task.add_done_callback(self._stream_done)
-
-    def _stream_done(self, task: asyncio.Task) -> None:
-        if task is not self.task:
-            return
-        self.task = None
-        self.app.in_flight -= 1
-        req, _route = self.current
-        self.current = None
-        self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
-        self._after_async()
-
-    # --- event streams (events.py) ---------------------------------------------------------
-
-    def begin_events(self, stream: Any) -> None:
-        """An event stream's first event: the head and the `retry:` chunk, then STREAMING,
-        whose deadline is the first heartbeat's (the processing limit no longer applies).
-        A stream that starts once the server is stopping is ended by the next sweep (not
-        here: its handler's step is still running, and must not be answered twice)."""
-        req = stream.req
-        keep = self.keeps_alive(req)
-        self._write(responses.head(200, events.CONTENT_TYPE, None, keep,
-                                   events.HEAD_FIELDS + self.id_line(req)) + events.FIRST_CHUNK)
-        self._flush()
-        now = self.loop.time()
-        stream.last_write = now
-        self.session = stream
-        self._enter(STREAMING, now if self.app.shutting_down else now + events.HEARTBEAT_SECONDS)
-
-    def end_events(self, req: Request, route: CompiledRoute | None, outcome: Any) -> None:
-        """The stream is over (its handler returned `outcome`; None: a fault, or the server
-        stops it): the last chunk, the access line (status 200, its whole duration)."""
-        stream, self.session = self.session, None
-        stream.end(outcome)
-        self.send(req, 200, self.keeps_alive(req), builtin_routes.STREAM_END)
-
-    def events_lost(self) -> None:
-        """The client of a started stream left: its handler is cancelled (by connection_lost),
-        the stream logged as answered (200, until now)."""
-        stream, self.session = self.session, None
-        stream.end(None)
-        req = stream.req
-        log = self.app.log
-        if log.on:
-            log.access(req.method, req.target, 200, self.started, self.route, req.rid, self)
-
-    # --- WebSockets: the /ws echo (websocket.py), a program's socket (sockets.py) -------------
-
-    def upgrade(self, req: Request) -> None:
-        """/ws: the handshake, then the echo session (its access line now: 101)."""
-        session = EchoSession()
-        if not self.handshake(req, session):
-            return
-        rid = req.rid
-        if not rid and self.app.every_id:
-            rid = req.rid = new_request_id()
-        session.accept(responses.id_field(rid) if rid else b"")
-        log = self.app.log
-        if log.on:
-            log.access(req.method, req.target, 101, req.started, self.route, req.rid, self)
-        self._carry(session, 0.0)
-
-    def handshake(self, req: Request, framing: Any) -> bool:
-        """An upgrade request's checks, before anything runs for it: True when `framing`
-        may accept it; otherwise the refusal is answered here (426 for a request that is no
-        upgrade, 400 for one with a body or a bad handshake)."""
-        if req.method != "GET" or not req.upgrade or self.closing:
-            self.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
-                        b"Upgrade: websocket\r\n")
-            return False
-        has_body = req.header(b"content-length") not in (None, b"0")
-        if has_body or req.header(b"transfer-encoding") is not None:
-            # its body would be read as WebSocket frames
-            self.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
-            return False
-        status, reason, extra = framing.check(req.path, req.headers)
-        if status != 101:
-            self.finish(req, status, JSON, error_body(reason), extra)
-            return False
-        return True
-
-    def hold_reading(self) -> None:
-        """Read nothing more until the upgrade (`begin_socket`) or the answer (`_linger`): a
-        program socket's client could otherwise pile up bytes while its handler decides."""
-        self.paused = True
-        self.transport.pause_reading()
-
-    def begin_socket(self, sock: Any, deadline: float) -> None:
-        """A program's socket, at its handler's first use of it: the 101 (with the request id
-        and CORS fields, as any answer), reading on, UPGRADED until it closes; `deadline` is
-        its first heartbeat's (sockets.Socket.beat)."""
-        sock.accept(self.id_line(sock.req))
-        self.session = sock
-        self.paused = False
-        self.transport.resume_reading()
-        self._carry(sock, deadline)
-
-    def end_socket(self, sock: Any, lost: bool) -> None:
-        """A program socket's handler ended, its socket closed: the access line (101, for the
-        whole session) and the trace's end; a connection already `lost` is let go now."""
-        self.session = None
-        req = sock.req
-        log = self.app.log
-        if log.on:
-            log.access(req.method, req.target, 101, req.started, sock.route, req.rid, self)
-        if self.app.tracer is not None:
-            self.app.tracer.request_done(self, req, 101)
-        if lost:
-            self.app.forget(self)
-
-    def _carry(self, framing: Any, deadline: float) -> None:
-        """From now on the connection carries `framing`'s frames: its 101 first, then what
-        came with the upgrade request."""
-        self._flush()
-        self.ws = framing
-        self._enter(UPGRADED, deadline)
-        self.send_frames(*framing.outgoing())
-        leftover = self.http.take_upgrade_data()
-        if leftover and self.ws is framing:
-            self.send_frames(*framing.receive(leftover))
+    # --- WebSockets: the frames of the /ws echo (websocket.py) and of a program's socket -------
 
     def send_frames(self, chunks: list[bytes], done: bool) -> None:
         """Write what a framing gave; `done`: the WebSocket is over, linger and close."""

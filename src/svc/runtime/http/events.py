@@ -8,9 +8,9 @@ The stream starts at the first `send_event`, not before: until then the request 
 ordinary one (the processing limit applies, an error result answers its status and JSON, a
 handler that sends nothing answers 204), so a handler can refuse with a proper status after
 looking at the request. At the first event the connection writes the head
-(`Connection.begin_events`: 200, `text/event-stream`, chunked) and `retry:`; from then on the
+(`begin_stream`: 200, `text/event-stream`, chunked) and `retry:`; from then on the
 connection is STREAMING (phases.py), with no processing limit, and the handler's return ends
-the body (`Connection.end_events`), whatever it returns: the status is sent already.
+the body (`end_stream`), whatever it returns: the status is sent already.
 
 Why the choices (docs/decisions/http.md, "Server-sent events"):
 - A slow reader is bounded by the transport's own write buffer: an event that finds more
@@ -29,6 +29,10 @@ Why the choices (docs/decisions/http.md, "Server-sent events"):
 from __future__ import annotations
 
 from typing import Any
+
+from svc.runtime.http import responses
+from svc.runtime.http.builtin_routes import STREAM_END
+from svc.runtime.http.phases import STREAMING
 
 #: Seconds a stream may be idle before a `: ping` comment keeps proxies from closing it.
 #: A module constant, read when a stream starts and at each sweep (tests shorten it).
@@ -87,28 +91,28 @@ class EventStream:
 
     def ended(self, req: Any, route: Any, outcome: Any) -> None:
         """Its handler returned `outcome`: the stream ends (the last chunk, the access line)."""
-        self.conn.end_events(req, route, outcome)
+        end_stream(self.conn, req, route, outcome)
 
     def failed(self, req: Any, exc: BaseException, trace: str, fault: str) -> None:
         """Its handler raised: logged as any handler's fault, and the stream ends."""
         conn = self.conn
         conn.app.log.request_error(req, conn.route, "internal error", trace, fault)
-        conn.end_events(req, conn.route, None)
+        end_stream(conn, req, conn.route, None)
 
     def lost(self) -> bool:
         """The client left: the access line now; False: the connection cancels the handler."""
-        self.conn.events_lost()
+        stream_lost(self.conn)
         return False
 
     def stop(self) -> None:
         """The server stops: the handler is cancelled and the stream ends now."""
         conn = self.conn
         conn.drop_handler()
-        conn.end_events(self.req, conn.route, None)
+        end_stream(conn, self.req, conn.route, None)
 
     def beat(self, now: float) -> None:
         """The connection's deadline passed: a heartbeat, or the end of a stream that started
-        after the server's stop began (Connection.begin_events)."""
+        after the server's stop began (begin_stream)."""
         conn = self.conn
         if conn.app.shutting_down:
             return conn.shutdown()
@@ -178,7 +182,7 @@ def send_event(stream: EventStream, data: bytes, event: str | None = None,
     conn = stream.conn
     if not stream.started:
         stream.started = True
-        conn.begin_events(stream)
+        begin_stream(conn, stream)
         if stream.gone:
             return False
     transport = conn.transport
@@ -198,3 +202,40 @@ def last_event_id(stream: EventStream) -> str | None:
     """The request's `Last-Event-ID` field (a reconnecting client's last id), None if absent."""
     value = stream.req.header(b"last-event-id")
     return None if value is None else value.decode("utf-8", "replace")
+
+
+# --- the connection's side: the stream's start and end ------------------------------------------
+
+def begin_stream(conn: Any, stream: EventStream) -> None:
+    """An event stream's first event: the head and the `retry:` chunk, then STREAMING, whose
+    deadline is the first heartbeat's (the processing limit no longer applies). A stream that
+    starts once the server is stopping is ended by the next sweep (not here: its handler's step
+    is still running, and must not be answered twice)."""
+    req = stream.req
+    keep = conn.keeps_alive(req)
+    conn.write(responses.head(200, CONTENT_TYPE, None, keep, HEAD_FIELDS + conn.id_line(req))
+               + FIRST_CHUNK)
+    conn.flush()
+    now = conn.loop.time()
+    stream.last_write = now
+    conn.session = stream
+    conn.enter(STREAMING, now if conn.app.shutting_down else now + HEARTBEAT_SECONDS)
+
+
+def end_stream(conn: Any, req: Any, route: Any, outcome: Any) -> None:
+    """The stream is over (its handler returned `outcome`; None: a fault, or the server stops
+    it): the last chunk, the access line (status 200, its whole duration)."""
+    stream, conn.session = conn.session, None
+    stream.end(outcome)
+    conn.send(req, 200, conn.keeps_alive(req), STREAM_END)
+
+
+def stream_lost(conn: Any) -> None:
+    """The client of a started stream left: its handler is cancelled (by connection_lost), the
+    stream logged as answered (200, until now)."""
+    stream, conn.session = conn.session, None
+    stream.end(None)
+    req = stream.req
+    log = conn.app.log
+    if log.on:
+        log.access(req.method, req.target, 200, conn.started, conn.route, req.rid, conn)

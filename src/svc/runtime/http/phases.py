@@ -15,7 +15,7 @@ phase says (checked by the one `Sweeper` timer, deadlines.py):
     LINGERING  our side is done; drain the peer, then close      → close
     CLOSED     the transport is closed or closing
 
-`Connection._enter(phase, deadline)` is the only place a connection changes phase;
+`Connection.enter(phase, deadline)` is the only place a connection changes phase;
 `TRANSITIONS` lists the moves it may make (tests/runtime/http/test_connection.py checks every
 move it observes).
 """

@@ -11,8 +11,8 @@ is 426 and nothing runs), and an error its guards or the handler return is answe
 status. Guards are part of the handler a route names (codegen/guard_calls.py), so this is the
 one place their refusal can still be a status. From the first use on, the connection is
 UPGRADED (phases.py), with no processing limit, and carries this socket's frames
-(`Connection.begin_socket`); the handler's end closes the socket (1000, or 1011 after a fault
-or a returned error) and writes the access line (`Connection.end_socket`: 101, the whole
+(`begin_socket`); the handler's end closes the socket (1000, or 1011 after a fault
+or a returned error) and writes the access line (`end_socket`: 101, the whole
 session).
 
 Why the choices (docs/decisions/http.md, "WebSocket handlers"):
@@ -45,7 +45,7 @@ from svc.process import fault_message
 from svc.rules.contract import MESSAGE_LIMIT
 from svc.runtime.http import events
 from svc.runtime.http.binding import BindError
-from svc.runtime.http.websocket import OPEN, Framing
+from svc.runtime.http.websocket import OPEN, Framing, carry
 from svc.runtime.lib.support import SvcError
 
 #: Unsent bytes (the transport's write buffer) above which `send` waits.
@@ -203,7 +203,7 @@ class Socket(Framing):
         self._shut(ours=True)
         if self.cancelling is not None:
             self.cancelling.cancel()
-        conn.end_socket(self, self.gone)
+        end_socket(conn, self, self.gone)
 
 
 # --- what generated code calls -----------------------------------------------------------------
@@ -232,7 +232,7 @@ def _upgrade(sock: Socket) -> None:
     conn = sock.conn
     conn.transport.set_write_buffer_limits(high=SEND_BUFFER)
     sock.last_write = conn.loop.time()
-    conn.begin_socket(sock, sock.last_write + events.HEARTBEAT_SECONDS)
+    begin_socket(conn, sock, sock.last_write + events.HEARTBEAT_SECONDS)
     if conn.app.shutting_down and not sock.closed:
         conn.send_frames(*sock.close(CloseCode.GOING_AWAY))
 
@@ -372,3 +372,37 @@ def _truncated(text: str, limit: int) -> str:
     """`text`'s first `limit` bytes of UTF-8, not cutting a character."""
     data = text.encode("utf-8")
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore")
+
+
+# --- the connection's side: held reading, the upgrade, the end -----------------------------------
+
+def hold_reading(conn: Any) -> None:
+    """Read nothing more until the upgrade (`begin_socket`) or the answer (lingering): a
+    program socket's client could otherwise pile up bytes while its handler decides."""
+    conn.paused = True
+    conn.transport.pause_reading()
+
+
+def begin_socket(conn: Any, sock: Socket, deadline: float) -> None:
+    """A program's socket, at its handler's first use of it: the 101 (with the request id and
+    CORS fields, as any answer), reading on, UPGRADED until it closes; `deadline` is its first
+    heartbeat's (Socket.beat)."""
+    sock.accept(conn.id_line(sock.req))
+    conn.session = sock
+    conn.paused = False
+    conn.transport.resume_reading()
+    carry(conn, sock, deadline)
+
+
+def end_socket(conn: Any, sock: Socket, lost: bool) -> None:
+    """A program socket's handler ended, its socket closed: the access line (101, for the
+    whole session) and the trace's end; a connection already `lost` is let go now."""
+    conn.session = None
+    req = sock.req
+    log = conn.app.log
+    if log.on:
+        log.access(req.method, req.target, 101, req.started, sock.route, req.rid, conn)
+    if conn.app.tracer is not None:
+        conn.app.tracer.request_done(conn, req, 101)
+    if lost:
+        conn.app.forget(conn)

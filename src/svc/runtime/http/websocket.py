@@ -13,6 +13,7 @@ back; a program's socket (sockets.Socket) queues it for its handler.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from websockets.datastructures import Headers
 from websockets.frames import CloseCode, Opcode
@@ -22,6 +23,9 @@ from websockets.protocol import State
 from websockets.server import ServerProtocol
 
 from svc.rules.contract import MESSAGE_LIMIT
+from svc.runtime.http.phases import UPGRADED
+from svc.runtime.http.responses import JSON, error_body, id_field
+from svc.runtime.observability.accesslog import new_request_id
 
 _logger = logging.getLogger("svc.websocket")
 _logger.addHandler(logging.NullHandler())
@@ -157,3 +161,52 @@ def _refusal_headers(status: int, reason: str) -> bytes:
     if "Sec-WebSocket-Version" in reason:
         return b"Sec-WebSocket-Version: 13\r\n"
     return b""
+
+
+# --- the connection's side: the handshake and the upgrade ----------------------------------------
+
+def handshake(conn: Any, req: Any, framing: Framing) -> bool:
+    """An upgrade request's checks, before anything runs for it: True when `framing` may
+    accept it; otherwise the refusal is answered here (426 for a request that is no upgrade,
+    400 for one with a body or a bad handshake)."""
+    if req.method != "GET" or not req.upgrade or conn.closing:
+        conn.finish(req, 426, JSON, error_body("WebSocket upgrade required"),
+                    b"Upgrade: websocket\r\n")
+        return False
+    has_body = req.header(b"content-length") not in (None, b"0")
+    if has_body or req.header(b"transfer-encoding") is not None:
+        # its body would be read as WebSocket frames
+        conn.finish(req, 400, JSON, error_body("a WebSocket upgrade request has no body"))
+        return False
+    status, reason, extra = framing.check(req.path, req.headers)
+    if status != 101:
+        conn.finish(req, status, JSON, error_body(reason), extra)
+        return False
+    return True
+
+
+def carry(conn: Any, framing: Framing, deadline: float) -> None:
+    """From now on `conn` carries `framing`'s frames: its 101 first, then what came with the
+    upgrade request."""
+    conn.flush()
+    conn.ws = framing
+    conn.enter(UPGRADED, deadline)
+    conn.send_frames(*framing.outgoing())
+    leftover = conn.http.take_upgrade_data()
+    if leftover and conn.ws is framing:
+        conn.send_frames(*framing.receive(leftover))
+
+
+def upgrade(conn: Any, req: Any) -> None:
+    """/ws: the handshake, then the echo session (its access line now: 101)."""
+    session = EchoSession()
+    if not handshake(conn, req, session):
+        return
+    rid = req.rid
+    if not rid and conn.app.every_id:
+        rid = req.rid = new_request_id()
+    session.accept(id_field(rid) if rid else b"")
+    log = conn.app.log
+    if log.on:
+        log.access(req.method, req.target, 101, req.started, conn.route, req.rid, conn)
+    carry(conn, session, 0.0)
