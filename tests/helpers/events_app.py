@@ -12,20 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
-
-try:
-    import uvloop
-except ImportError:  # pragma: no cover
-    uvloop = None
 
 from svc.rules.contract import Param, Route
 from svc.rules.contract import ParamSource as S
 from svc.rules.contract import ResultKind as R
 from svc.runtime.http import events as ev
-from svc.runtime.http.server import serve
 from svc.runtime.lib.support import SvcError
+from tests.helpers.app_main import run_app
 
 SEEN: list[dict] = []
 
@@ -148,17 +142,7 @@ def routes() -> list[Route]:
     ]
 
 
-async def main(port: int) -> int:
-    outcome = await serve(None, port, routes())
-    if isinstance(outcome, SvcError):
-        print(f"error: {outcome.message}", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
     if os.environ.get("EVENTS_APP_HEARTBEAT"):
         ev.HEARTBEAT_SECONDS = float(os.environ["EVENTS_APP_HEARTBEAT"])
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    run = asyncio.run if uvloop is None else uvloop.run
-    sys.exit(run(main(port)))
+    run_app(routes())

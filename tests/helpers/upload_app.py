@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 
 import msgspec
-
-try:
-    import uvloop
-except ImportError:  # pragma: no cover
-    uvloop = None
 
 from svc.rules.contract import Param, Route
 from svc.rules.contract import ParamSource as S
 from svc.rules.contract import ResultKind as R
-from svc.runtime.http.server import serve
 from svc.runtime.lib import uploads as u
 from svc.runtime.lib.support import SvcError
+from tests.helpers.app_main import run_app
 
 MIB = 2**20
 
@@ -116,20 +110,10 @@ def routes() -> list[Route]:
     ]
 
 
-async def main(port: int) -> int:
-    outcome = await serve(None, port, routes())
-    if isinstance(outcome, SvcError):
-        print(f"error: {outcome.message}", file=sys.stderr)
-        return 1
-    return 0
-
-
 if __name__ == "__main__":
     limit = os.environ.get("UPLOAD_APP_FSIZE")
     if limit:
         import resource
 
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(limit), int(limit)))
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-    run = asyncio.run if uvloop is None else uvloop.run
-    sys.exit(run(main(port)))
+    run_app(routes())
