@@ -18,9 +18,11 @@ from tests.helpers.jobs_db import wait_for
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "live.svc"
 
 
-@pytest.fixture
-def server(tmp_path):
-    running = start([str(PROGRAM)], env={"SVC_DB": str(tmp_path / "live.sqlite")})
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the tests that need nothing of their own (each reads its own streams)."""
+    folder = tmp_path_factory.mktemp("live")
+    running = start([str(PROGRAM)], env={"SVC_DB": str(folder / "live.sqlite")})
     yield running
     assert running.stop() == 0
 

@@ -39,9 +39,10 @@ def browser():
 @pytest.fixture(params=["sqlite"])
 def server(request, tmp_path) -> TasksServer:
     """The task manager on SQLite; a test marked `@both_databases` (tests/helpers/tasks_server.py)
-    runs on PostgreSQL too. The
-    page does the same on both (tests/e2e/test_tasks_api.py runs every API call on both), so
-    only the tests that store what the page sends run twice: a browser test costs seconds."""
+    runs on PostgreSQL too. The page does the same on both (tests/e2e/test_tasks_api.py runs
+    every API call on both), so only what the page stores runs on PostgreSQL in a browser:
+    editing a title here, adding, ticking and deleting in test_live_ui.py (which runs on
+    every database). A browser test costs seconds."""
     running = start(tmp_path, db=new_database(request.param, tmp_path, request))
     yield running
     assert running.stop() == 0

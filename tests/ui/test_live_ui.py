@@ -3,7 +3,9 @@
 Two pages of one Chromium, each listening on GET /api/live (server-sent events), against the
 real `svcc run --project examples/tasks` on SQLite, on SQLite with SVC_WORKERS=2 (the two
 pages' streams may be held by different workers: the topic crosses processes through the
-database) and on PostgreSQL (LISTEN/NOTIFY).
+database) and on PostgreSQL (LISTEN/NOTIFY). What the pages send is checked as stored through
+the API, on every database: this is the browser test of adding, ticking and deleting on
+PostgreSQL (tests/ui/test_tasks_ui.py runs those on SQLite).
 """
 
 from __future__ import annotations
@@ -48,15 +50,19 @@ def test_a_change_in_one_tab_shows_in_the_other(page, context, server, watch):
     page.get_by_role("button", name="Add").click()
     expect(checkbox(other, "Water the plants")).to_be_visible()  # no reload in `other`
     expect(other.locator("#stats")).to_have_text("1 total · 1 open · 0 done")
+    [stored] = server.call("GET", "/api/tasks")  # what the page sent is what was stored
+    assert (stored["title"], stored["done"]) == ("Water the plants", False)
 
     checkbox(other, "Water the plants").check()
     expect(checkbox(page, "Water the plants")).to_be_checked()
     expect(page.locator("#stats")).to_have_text("1 total · 0 open · 1 done")
+    assert server.call("GET", f"/api/tasks/{stored['id']}")["done"] is True
 
     row = page.get_by_role("listitem").filter(has=checkbox(page, "Water the plants"))
     row.get_by_role("button", name="Delete").click()
     expect(checkbox(other, "Water the plants")).to_have_count(0)
     expect(other.get_by_text("No tasks yet")).to_be_visible()
+    assert server.request("GET", f"/api/tasks/{stored['id']}").status == 404
 
     server.add("Added through the API")  # not from a page: both hear of it
     expect(checkbox(page, "Added through the API")).to_be_visible()

@@ -40,7 +40,6 @@ def add(page, title: str) -> None:
     expect(page.get_by_role("checkbox", name=title, exact=True)).to_be_visible()
 
 
-@both_databases
 def test_add_with_the_button_and_with_enter(page, server):
     expect(page.get_by_text("No tasks yet")).to_be_visible()
     add(page, "Buy milk")
@@ -66,7 +65,6 @@ def test_titles_are_shown_as_text_not_html(page, server, watch):
     assert not any(url.endswith("/x") for url in watch.requests)
 
 
-@both_databases
 def test_toggle_done_and_back(page, server):
     task = server.add("Water the plants")
     reload(page)
@@ -116,7 +114,6 @@ def test_escape_and_cancel_leave_the_title_alone(page, server):
     assert server.call("GET", f"/api/tasks/{task['id']}") == task
 
 
-@both_databases
 def test_delete(page, server):
     doomed = server.add("Delete me")
     server.add("Stay")
