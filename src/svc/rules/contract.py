@@ -38,6 +38,18 @@ BODY_RATE_MIN = 65_536
 HEAD_LIMIT = 65_536
 #: A WebSocket message after reassembly (close 1009 past it).
 MESSAGE_LIMIT = 1_048_576
+#: The close codes a WebSocket handler may send (`ws_close`): RFC 6455's that an endpoint may
+#: send, and the applications' own range, 3000-4999 (the others are reserved, or never sent).
+PROTOCOL_CLOSE_CODES = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012,
+                                  1013, 1014})
+
+
+def close_code_problem(code: int) -> str | None:
+    """Why a WebSocket handler may not close with `code`, or None (a literal is checked when
+    compiling, a computed one is a fault)."""
+    if code in PROTOCOL_CLOSE_CODES or 3000 <= code <= 4999:
+        return None
+    return f"{code} is not a close code a WebSocket may send (1000-1003, 1007-1014 or 3000-4999)"
 #: Seconds from complete request headers to the response (504 past it).
 PROCESSING_LIMIT = 2.0
 #: Default seconds a connection may take to send the next request's headers.

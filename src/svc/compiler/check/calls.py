@@ -254,6 +254,7 @@ class CallChecker(ExpressionChecker):
             self.refuse_changing_constant(b.name, call.args[0])
         if b.name in check_http.LITERAL_CHECKED:
             check_http.check_literals(self, call)
+        live_types.check_close_code(self, call)
         if b.test_only:
             check_http.check_test_only(self, call)
         return self.builtin_result(call, b, expected, type_arg, arg_types)

@@ -26,6 +26,7 @@ from svc.compiler.svctypes import (
     BYTES, STR, UNKNOWN, EventsOf, Opt, ResultOf, SocketOf, SubscriptionOf, TopicOf, Type,
     contains_stream, format_type, is_json_type,
 )
+from svc.rules.contract import close_code_problem
 from svc.rules.topic_names import topic_name_problem
 
 #: The type names this module resolves.
@@ -165,6 +166,14 @@ def expected_argument(spec: str, earlier: list[Type]) -> Type | None:
         first = earlier[0] if earlier else UNKNOWN
         return SubscriptionOf(first.outgoing) if isinstance(first, SocketOf) else UNKNOWN
     return None
+
+
+def check_close_code(calls, call: syntax.Call) -> None:
+    """`ws_close(ws, 1004, "...")`: a literal code the server would refuse is an error now."""
+    if call.target == "ws_close" and len(call.args) >= 2 and isinstance(call.args[1], syntax.IntLit):
+        problem = close_code_problem(call.args[1].value)
+        if problem is not None:
+            calls.error(f"ws_close: {problem}", call.args[1].span)
 
 
 def result_of(rule: str, arg_types: list[Type]) -> Type | None:

@@ -42,7 +42,7 @@ from typing import Any, Callable
 from websockets.frames import CloseCode
 
 from svc.process import fault_message
-from svc.rules.contract import MESSAGE_LIMIT
+from svc.rules.contract import MESSAGE_LIMIT, close_code_problem
 from svc.runtime.http import events
 from svc.runtime.http.binding import BindError
 from svc.runtime.http.websocket import OPEN, Framing, carry
@@ -59,8 +59,6 @@ REASON_LIMIT = 123
 DECODE_REASON_LIMIT = 120
 #: The registry's close codes a handler may send (RFC 6455 §7.4, IANA: 1004-1006 and 1015 are
 #: never sent, 1016-2999 are unassigned); those of libraries and applications, 3000-4999, too.
-SENDABLE_CODES = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013,
-                            1014})
 
 
 class Socket(Framing):
@@ -311,9 +309,9 @@ def close(sock: Socket, code: int = 1000, reason: str = "") -> None:
     afterwards `receive` answers None and `send` False. A code no endpoint may send (below
     1000, 1004-1006, 1015, 1016-2999, 5000 and above) is a ValueError: the compiler checks
     literals, so at run time it is a fault."""
-    if code not in SENDABLE_CODES and not 3000 <= code <= 4999:
-        raise ValueError(f"{code} is not a close code a WebSocket may send (1000-1003, "
-                         f"1007-1014 or 3000-4999)")
+    problem = close_code_problem(code)
+    if problem is not None:
+        raise ValueError(problem)
     if not sock.upgraded:
         _upgrade(sock)
     if not sock.closed:
