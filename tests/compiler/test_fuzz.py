@@ -848,7 +848,11 @@ _TOPICS = ['NOTES: Topic[Note] = topic("notes")', 'NOTES: Topic[Note] = topic(""
            'NOTES: Topic[Note] = "notes"', 'NOTES: Topic[Note?] = topic("n")',
            'NOTES: Topic[Html] = topic("n")', 'NOTES: Topic[Note, Note] = topic("n")',
            'NOTES: Topic[Note] = topic(NAME)', 'NOTES: Topic[Note] = topic("a", "b")',
-           'NOTES: Topic[Note] = topic("a\\tb")', 'NOTES: Topic[i64] = topic("n")']
+           'NOTES: Topic[Note] = topic("a\\tb")', 'NOTES: Topic[i64] = topic("n")',
+           'NOTES: Topic[Note] = topic("n")\n\nasync def sub(db: Db) -> '
+           'Result[Subscription[Note], Error]:\n    return await subscribe(db, NOTES)',
+           'NOTES: Topic[Note] = topic("n")\n\ndef keep(e: Events[Note]) -> '
+           'Map[str, List[Events[Note]]]?:\n    return None']
 _LIVE_PARAMS = ["db: Db, e: Events[Note]", "db: Db, ws: WebSocket[Note, Note]",
                 "db: Db, ws: WebSocket[bytes, Note]", "db: Db, e: Events[Note], n: Note",
                 "e: Events[Note], ws: WebSocket[Note, Note]", "db: Db, e: Events[Note]?",

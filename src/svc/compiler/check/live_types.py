@@ -24,7 +24,7 @@ from svc.compiler.front import syntax
 from svc.compiler.program import TopicInfo
 from svc.compiler.svctypes import (
     BYTES, STR, UNKNOWN, EventsOf, Opt, ResultOf, SocketOf, SubscriptionOf, TopicOf, Type,
-    contains_stream, format_type, is_json_type,
+    contains_stream, format_type, held_type, is_json_type,
 )
 from svc.rules.contract import close_code_problem
 from svc.rules.topic_names import topic_name_problem
@@ -67,7 +67,7 @@ def resolve_type(ctx: CheckContext, texpr: syntax.NamedType, file: str) -> Type:
 def storage_problem(t: Type, where: str) -> str | None:
     """Why `t` may not be stored `where` ("in a class field", "in a list", ...), or None."""
     if contains_stream(t):
-        return (f"a {_outer_name(t)} cannot be stored {where}: it lives as long as the "
+        return (f"{_outer_name(t)} cannot be stored {where}: it lives as long as the "
                 "function or request that holds it (pass it to functions instead)")
     return None
 
@@ -75,20 +75,21 @@ def storage_problem(t: Type, where: str) -> str | None:
 def return_problem(function: str, t: Type) -> str | None:
     """Why a function may not return `t`, or None."""
     if contains_stream(t):
-        return (f"function '{function}' cannot return a {_outer_name(t)}: it lives as long as "
+        return (f"function '{function}' cannot return {_outer_name(t)}: it lives as long as "
                 "the function or request that holds it")
     return None
 
 
 def _outer_name(t: Type) -> str:
-    while True:
-        if isinstance(t, SubscriptionOf):
-            return "Subscription"
-        if isinstance(t, EventsOf):
-            return "Events"
-        if isinstance(t, SocketOf):
-            return "WebSocket"
-        t = t.inner if isinstance(t, Opt) else getattr(t, "elem", getattr(t, "value", t))
+    """The stream type `t` holds, with its article (it holds one: `contains_stream`)."""
+    current: Type | None = t
+    while current is not None:
+        for cls, name in ((SubscriptionOf, "a Subscription"), (EventsOf, "an Events"),
+                          (SocketOf, "a WebSocket")):
+            if isinstance(current, cls):
+                return name
+        current = held_type(current)
+    return "a stream"
 
 
 # --- topic constants -------------------------------------------------------------------------
