@@ -22,7 +22,7 @@ from svc.compiler.program import CheckedProgram, ParamInfo, RouteInfo, TopicInfo
 from svc.compiler.svctypes import BYTES, EventsOf, SocketOf, Type, View, format_type
 from svc.rules.contract import ParamSource
 from svc.tools import openapi_security
-from svc.tools.openapi import document_command, operation_ids, stream_of
+from svc.tools.openapi import document_command, operation_ids
 from svc.tools.openapi_schemas import (
     class_schemas, component_name, reached_classes, schema_of, socket_message_schema,
 )
@@ -60,7 +60,7 @@ def document(program: CheckedProgram, title: str, version: str = "0") -> dict[st
     found = _Document()
     security: dict[str, Any] = {}
     for route, operation_id in zip(program.routes, operation_ids(program.routes)):
-        stream = stream_of(route)
+        stream = route.stream
         if stream is None:
             continue
         schemes = _schemes(program, route)
@@ -96,7 +96,7 @@ def _message_types(program: CheckedProgram) -> list[Type]:
     """The types of every message the document names: the streams' and the topics'."""
     types: list[Type] = [topic.message for topic in program.topics.values()]
     for route in program.routes:
-        stream = stream_of(route)
+        stream = route.stream
         if stream is not None and isinstance(stream.type, EventsOf):
             types.append(stream.type.message)
         elif stream is not None and isinstance(stream.type, SocketOf):

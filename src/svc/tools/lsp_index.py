@@ -138,12 +138,12 @@ def _routes_text(program: CheckedProgram, name: str) -> str:
 
 def _stream_text(route: RouteInfo) -> str:
     """`, an event stream of Note` or `, a WebSocket (receives Said, sends Line)`."""
-    for p in route.params:
-        if isinstance(p.type, EventsOf):
-            return f", an event stream of {format_type(p.type.message)}"
-        if isinstance(p.type, SocketOf):
-            return (f", a WebSocket (receives {format_type(p.type.incoming)}, sends "
-                    f"{format_type(p.type.outgoing)})")
+    stream = route.stream.type if route.stream is not None else None
+    if isinstance(stream, EventsOf):
+        return f", an event stream of {format_type(stream.message)}"
+    if isinstance(stream, SocketOf):
+        return (f", a WebSocket (receives {format_type(stream.incoming)}, sends "
+                f"{format_type(stream.outgoing)})")
     return ""
 
 

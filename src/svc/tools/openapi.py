@@ -31,7 +31,7 @@ from typing import Any, Callable
 from svc.compiler.check.http_types import int_literal
 from svc.compiler.check.error_kinds import error_kinds, reachable_calls
 from svc.compiler.check.field_rules import has_rules
-from svc.compiler.program import CheckedProgram, ParamInfo, RouteInfo
+from svc.compiler.program import CheckedProgram, RouteInfo
 from svc.compiler.svctypes import (
     EventsOf, ListOf, Opt, ResponseOf, ResultOf, SocketOf, Type,
 )
@@ -135,7 +135,7 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
     operation: dict[str, Any] = {"operationId": operation_id}
     parameters = [_parameter(p) for p in route.params
                   if p.source in (ParamSource.PATH, ParamSource.QUERY)]
-    stream = stream_of(route)
+    stream = route.stream
     if stream is not None and stream.source is ParamSource.EVENTS:
         parameters.append(LAST_EVENT_ID)
     if parameters:
@@ -163,13 +163,6 @@ def _operation(program: CheckedProgram, route: RouteInfo, operation_id: str) -> 
 LAST_EVENT_ID = {"name": "Last-Event-ID", "in": "header", "required": False,
                  "schema": {"type": "string"},
                  "description": "The id of the last event a reconnecting client got"}
-
-
-def stream_of(route: RouteInfo) -> ParamInfo | None:
-    """The route's `Events[T]` or `WebSocket[In, Out]` parameter (the checker allows one), or
-    None for a route that answers once."""
-    return next((p for p in route.params
-                 if p.source in (ParamSource.EVENTS, ParamSource.SOCKET)), None)
 
 
 def _parameter(param) -> dict[str, Any]:
@@ -207,7 +200,7 @@ def _upload_body(uploads: list, limit: int) -> dict[str, Any]:
 def _responses(program: CheckedProgram, route: RouteInfo) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     ok = route_ok_type(program, route)
-    stream = stream_of(route)
+    stream = route.stream
     if stream is not None:
         responses.update(_stream_responses(stream.type))
     elif route.result in RESPONSE_KINDS and isinstance(ok, ResponseOf):
@@ -238,7 +231,7 @@ def error_statuses(program: CheckedProgram, route: RouteInfo) -> list[int]:
     (the handler's close the socket, 1011), and a request that is not an upgrade is 426."""
     statuses = set(ALWAYS)
     kinds = openapi_security.guard_kinds(program, route)
-    stream = stream_of(route)
+    stream = route.stream
     if stream is not None and stream.source is ParamSource.SOCKET:
         statuses.add(426)
     else:

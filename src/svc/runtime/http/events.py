@@ -33,6 +33,7 @@ from typing import Any
 from svc.runtime.http import responses
 from svc.runtime.http.builtin_routes import STREAM_END
 from svc.runtime.http.phases import STREAMING
+from svc.runtime.lib.support import SvcError
 
 #: Seconds a stream may be idle before a `: ping` comment keeps proxies from closing it.
 #: A module constant, read when a stream starts and at each sweep (tests shorten it).
@@ -123,7 +124,7 @@ class EventStream:
         fault, the server's stop or the client's leaving): log what the client was not told."""
         self.gone = True
         self.episode_over()
-        if outcome is not None and outcome.__class__.__name__ == "SvcError":
+        if outcome.__class__ is SvcError:
             self.conn.app.log.request_error(
                 self.req, self.route,
                 f"the event stream's handler returned an error after the stream started "

@@ -57,8 +57,6 @@ CANCEL_AFTER = 1.0
 REASON_LIMIT = 123
 #: The most bytes of a decoding error's message sent as the reason of its 1007.
 DECODE_REASON_LIMIT = 120
-#: The registry's close codes a handler may send (RFC 6455 §7.4, IANA: 1004-1006 and 1015 are
-#: never sent, 1016-2999 are unassigned); those of libraries and applications, 3000-4999, too.
 
 
 class Socket(Framing):

@@ -23,14 +23,16 @@ from typing import Any
 
 from svc.rules.contract import MESSAGE_LIMIT
 from svc.runtime.http import events, sockets
-from svc.runtime.lib.support import SvcError, json_decode, json_encode
+from svc.runtime.http.responses import encode_result
+from svc.runtime.lib.support import SvcError, json_decode
 from svc.runtime.observability.serverlog import log_warn
 from svc.runtime.topics import Subscription, start_topics
 
 
 def _encode(message: Any) -> bytes:
-    """A message's JSON, as the services carry it."""
-    return json_encode(message).encode("utf-8")
+    """A message's JSON, as the services carry it: as a handler's JSON result is encoded (an
+    f64 that is inf or NaN is a fault)."""
+    return encode_result(message, True)
 
 
 async def publish(db: Any, topic: str, message: Any) -> None | SvcError:
@@ -135,7 +137,7 @@ async def ws_send(sock: Any, message: Any) -> bool:
     """`ws_send(ws, message)`: bytes in a binary frame, any other value's JSON in a text one."""
     if isinstance(message, bytes):
         return await sockets.send(sock, message)
-    return await sockets.send(sock, json_encode(message))
+    return await sockets.send_json(sock, _encode(message))
 
 
 def ws_close(sock: Any, code: int, reason: str) -> None:

@@ -15,7 +15,6 @@ from svc.rules.contract import ParamSource
 from svc.tools.client.routes import error_types, route_functions
 from svc.tools.client.runtime import runtime
 from svc.tools.client.typescript import declarations
-from svc.tools.openapi import stream_of
 
 LANGUAGES = ("ts", "js")
 
@@ -23,7 +22,7 @@ LANGUAGES = ("ts", "js")
 def client_module(program: CheckedProgram, name: str, lang: str) -> str:
     """The client of `program` (called `name` in the header) in `lang`, "ts" or "js"."""
     typed = lang == "ts"
-    streams = [None if s is None else s.source for s in map(stream_of, program.routes)]
+    streams = [None if s is None else s.source for s in (r.stream for r in program.routes)]
     parts = [_header(name, lang, ParamSource.SOCKET in streams)]
     if typed:
         parts += declarations(program)

@@ -16,7 +16,7 @@ from svc.rules.contract import ParamSource, ResultKind
 from svc.tools.client.runtime import KIND_BY_STATUS, UNEXPECTED
 from svc.tools.client.typescript import ts_type
 from svc.tools.openapi import (
-    NO_CONTENT, operation_ids, error_statuses, respond_statuses, route_ok_type, stream_of,
+    NO_CONTENT, operation_ids, error_statuses, respond_statuses, route_ok_type,
 )
 
 _SENT = (ParamSource.PATH, ParamSource.QUERY, ParamSource.BODY, ParamSource.RAW,
@@ -50,7 +50,7 @@ def error_types(program: CheckedProgram) -> list[str]:
 
 
 def _is_socket(route: RouteInfo) -> bool:
-    stream = stream_of(route)
+    stream = route.stream
     return stream is not None and isinstance(stream.type, SocketOf)
 
 
@@ -89,7 +89,7 @@ def _function(program: CheckedProgram, route: RouteInfo, name: str, typed: bool)
     path = _path(route.path)
     query = ", ".join(f"{p.name}: params.{p.name}" for p in params
                       if p.source is ParamSource.QUERY)
-    stream = stream_of(route)
+    stream = route.stream
     if stream is not None:
         return _stream_function(program, route, name, typed, argument, f"{path}, {{ {query} }}",
                                 stream.type)
