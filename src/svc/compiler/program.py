@@ -13,7 +13,7 @@ from svc.compiler.front import syntax
 from svc.compiler.source import Span
 from svc.compiler.sql.schema import MigrationFile
 from svc.compiler.svctypes import Type
-from svc.rules.contract import BODY_LIMIT, ParamSource, ResultKind
+from svc.rules.contract import BODY_LIMIT, STREAM_SOURCES, ParamSource, ResultKind
 from svc.rules.settings import Settings
 
 
@@ -119,8 +119,7 @@ class RouteInfo:
     @property
     def stream(self) -> ParamInfo | None:
         """Its `Events[T]` or `WebSocket[In, Out]` parameter, when it answers with a stream."""
-        return next((p for p in self.params
-                     if p.source in (ParamSource.EVENTS, ParamSource.SOCKET)), None)
+        return next((p for p in self.params if p.source in STREAM_SOURCES), None)
 
 
 @dataclass(frozen=True, slots=True)

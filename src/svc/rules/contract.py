@@ -82,6 +82,11 @@ class ParamSource(enum.Enum):
     SOCKET = "socket"
 
 
+#: The sources of the parameters that make a route a stream, whose handler talks to its client
+#: for as long as it runs: an event stream, a WebSocket (one per route).
+STREAM_SOURCES = frozenset({ParamSource.EVENTS, ParamSource.SOCKET})
+
+
 class ResultKind(enum.Enum):
     """How a handler's ok value is answered. An `Error` value answers its kind's status,
     whatever the kind of the route."""

@@ -21,7 +21,8 @@ from svc.compiler.svctypes import (
     is_json_type,
 )
 from svc.rules.contract import (
-    BODY_LIMIT, ParamSource, PathError, ResultKind, body_limit_problem, parse_path, size_bytes,
+    BODY_LIMIT, STREAM_SOURCES, ParamSource, PathError, ResultKind, body_limit_problem,
+    parse_path, size_bytes,
 )
 
 #: Paths the server answers itself (docs/reference/http.md, built-in routes); no handler may
@@ -31,9 +32,6 @@ RESERVED_PATHS = ("/health", "/ready", "/stream", "/ws")
 PATH_TYPES = (I64, I32, STR)
 #: The sources of parameters that read the request body (which a `body_limit` limits).
 _BODY_SOURCES = (ParamSource.BODY, ParamSource.RAW, ParamSource.UPLOAD)
-#: The sources of parameters that make a route a stream: its handler talks to the client
-#: for as long as it runs (an event stream, a WebSocket).
-_STREAM_SOURCES = (ParamSource.EVENTS, ParamSource.SOCKET)
 QUERY_TYPES = (I64, I32, F64, BOOL, STR)
 
 ClassFields = Callable[[str], list[Type]]
@@ -234,7 +232,7 @@ def _stream_problem(fn: FunctionInfo, attr: syntax.RouteAttr, params: list[Param
     """What is wrong with an event stream or WebSocket route, or None: it is a GET (a browser's
     EventSource and WebSocket send nothing else), it has one stream and reads no body, and
     its handler returns Result[unit, Error] (what it says is in its stream)."""
-    streams = [p for p in params if p.source in _STREAM_SOURCES]
+    streams = [p for p in params if p.source in STREAM_SOURCES]
     if not streams:
         return None
     what = "an event stream" if streams[0].source is ParamSource.EVENTS else "a WebSocket"
