@@ -50,7 +50,8 @@ CASES = [
 ]
 
 
-# svc's own routes (the 0.2 paths and their neighbours, bench/harness/wrk.py PAIRS):
+# svc's own routes (the 0.2 paths, the mixed case's POSTs and their neighbours,
+# bench/harness/wrk.py PAIRS):
 # (method, path, request headers, status, expected header fields, expected JSON or None).
 BOB = {"id": 8, "name": "bob", "age": 40}
 SVC_CASES = [
@@ -66,6 +67,8 @@ SVC_CASES = [
     ("GET", "/created/plain", {}, 200, {}, BOB),
     ("POST", "/users/1/birthday", {}, 204, {}, None),
     ("POST", "/users/1/birthday/plain", {}, 204, {}, None),
+    ("POST", "/users/1/touch", {}, 204, {}, None),
+    ("POST", "/users/1/touch/plain", {}, 204, {}, None),
     ("GET", "/users/1", {}, 200, {}, {"id": 1, "name": "user1", "age": 19}),  # as it was
 ]
 

@@ -30,8 +30,13 @@ CASES = [
     Case("GET /users/{id}", "/", "users.lua"),
 ]
 
-#: The 0.2 paths, svc only (examples/workload/workload.svc), each beside a 0.1 neighbour that
-#: does the same work without the 0.2 feature: (0.2 case, neighbour case, why it is fair).
+#: Issue 39's mixed case: 1 request in 10 a transaction of three statements, the rest reads.
+MIXED_TX = "mixed, 1 in 10 POST /users/{id}/touch (tx of 3)"
+MIXED_PLAIN = "mixed, 1 in 10 POST /users/{id}/touch/plain"
+
+#: The 0.2 paths (and issue 39's mixed case), svc only (examples/workload/workload.svc), each
+#: beside a neighbour that does the same work without the feature: (case, neighbour case, why
+#: it is fair).
 #: Both cases of a pair send the same request bytes where the 0.2 feature reads them.
 _WHO = ("X-User: ada",)
 PAIRS = [
@@ -54,6 +59,12 @@ PAIRS = [
      Case("POST /users/{id}/birthday/plain", "/birthday/plain", "users_post.lua", svc_only=True),
      "the same two UPDATEs of the same rows (ids 1 to 1,000 in turn), once inside "
      "`db_begin`/`db_commit` and once as two statements each committed on its own"),
+    (Case(MIXED_TX, "/touch", "users_mixed.lua", svc_only=True),
+     Case(MIXED_PLAIN, "/touch/plain", "users_mixed.lua", svc_only=True),
+     "the same requests in the same order (ids 1 to 1,000 in turn, every tenth a POST, the "
+     "other nine GET /users/{id}); the POST runs the same three statements on its row (a "
+     "year on, the row read back, the year off), once inside `db_begin`/`db_commit` and once "
+     "each committed on its own"),
 ]
 PAIR_CASES = [case for pair in PAIRS for case in pair[:2]]
 
