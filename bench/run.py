@@ -8,7 +8,14 @@ started fresh for each round. Then capacity and endurance runs against svc.
 
 svc alone also runs the 0.2 and 0.3 paths beside their neighbours (wrk.PAIRS: a `Headers`
 handler, a guarded route, a `Response` with status 201 and a header field, a transaction of two
-statements), in the same rounds as the other cases, so each pair is measured under the same conditions.
+statements; issue 39's mixed case, 1 request in 10 a transaction of three statements and the rest
+reads), in the same rounds as the other cases, so each pair is measured under the same conditions.
+
+Two servers are references or variants rather than peers (issue 39): `nginx`, one process
+answering fixed bytes (bench/peers/nginx), the physical reference, on GET /health and GET /small
+only, with no conformance check; and `svc-file`, the same svc program on an SQLite file (WAL,
+synchronous=FULL; a fresh file at every start), on GET /users/{id} and its plain write route
+POST /users/{id}/birthday/plain only (harness/file_database.py reports them).
 
   run.py            full mode (3 rounds, 2 s warm-up, 10 s measured, 120 s soak)
   run.py --quick    1 round, 1 s + 3 s, 20 s soak: to try the harness (also BENCH_QUICK=1)
@@ -58,7 +65,7 @@ def conforming(names: list[str]) -> tuple[list[str], dict]:
         spec = SPECS[name]
         try:
             with RunningServer(spec) as server:
-                problems = conformance.check(server.port, svc=name == "svc") if spec.conforms else []
+                problems = conformance.check(server.port, svc=spec.svc) if spec.conforms else []
         except RuntimeError as failure:
             problems = [str(failure)]
         if problems:
@@ -77,7 +84,7 @@ def measure_server(name: str, cases: list[wrk.Case], mode: dict, runs: dict) -> 
         for case in cases:
             if spec.cases is not None and case.name not in spec.cases:
                 continue
-            if case.svc_only and name != "svc":
+            if case.svc_only and not spec.svc:
                 continue
             wrk.run(server.url(""), case, mode["warmup"])
             cpu_before = server.cpu_seconds()
@@ -217,7 +224,7 @@ def main() -> int:
         wanted = [n for n in wanted if n in {v[0] for v in scaling.VARIANTS}]
     names, excluded = conforming(wanted)
     incidents: list[str] = []
-    cases = wrk.CASES + (wrk.PAIR_CASES if "svc" in names else [])
+    cases = wrk.CASES + (wrk.PAIR_CASES if any(SPECS[n].svc for n in names) else [])
     runs = {} if args.scaling == "only" else measure(names, cases, mode, args.seed, incidents)
     endurance_results = None
     if args.endurance_server in names and args.scaling != "only":

@@ -3,7 +3,8 @@
 # Debian's wrk, golang-go and go-sqlite3 (apt-get); the Go peer (bench/.work/go-server);
 # better-sqlite3 and pg for the Node peer (npm, into bench/.work/node), ws for the Node
 # WebSocket echo peer (into bench/.work/node-ws); Debian's postgresql
-# for the PostgreSQL case (the run starts a private cluster of its own); FastAPI, uvicorn and py-spy in
+# for the PostgreSQL case (the run starts a private cluster of its own); Debian's nginx-light,
+# the physical reference (the run starts its own process, bench/peers/nginx); FastAPI, uvicorn and py-spy in
 # their own venv (bench/.work/venv). Nothing it makes is committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,7 @@ command -v npm >/dev/null || missing+=(npm)
 command -v make >/dev/null && command -v g++ >/dev/null || missing+=(build-essential)
 [ -d /usr/share/gocode/src/github.com/mattn/go-sqlite3 ] || missing+=(golang-github-mattn-go-sqlite3-dev)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
+[ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bench setup: installing ${missing[*]} from Debian"
     $SUDO apt-get update -qq

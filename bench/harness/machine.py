@@ -4,6 +4,7 @@ import platform
 import subprocess
 from pathlib import Path
 
+from harness import nginx
 from harness.servers import ROOT, WORK
 
 
@@ -57,6 +58,9 @@ def describe() -> dict:
         + python_packages(ROOT / ".venv/bin/python", ["uvloop", "httptools", "msgspec"])
         + "; " + first_line([str(ROOT / ".venv/bin/svcc"), "--version"], line=2),  # compiled?
         "bare uvloop": "same interpreter and packages as svc",
+        "nginx": first_line([nginx.EXECUTABLE, "-v"]).removeprefix("nginx version: ")
+        + " (nginx-light " + first_line(["dpkg-query", "-W", "-f", "${Version}", "nginx-light"])
+        + "), one process",
         "Node": first_line(["node", "--version"]) + ", better-sqlite3 "
         + first_line(["node", "-p", f"require({str(node_sqlite)!r}).version"]),
         "Go": first_line(["go", "version"]) + ", go-sqlite3 "

@@ -11,8 +11,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness import file_database, nginx
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
@@ -29,19 +32,28 @@ class ServerSpec:
     command: tuple[str, ...]
     cwd: Path = ROOT
     env: dict = field(default_factory=dict)
-    conforms: bool = True  # False for the fixed-response ceiling, which has no routes
+    conforms: bool = True  # False for the fixed-response ceilings, which have no routes
     cases: tuple[str, ...] | None = None  # the load cases it runs (None: every case)
     postgres: bool = False  # SVC_DB is the benchmark's PostgreSQL database (harness/postgres.py)
+    svc: bool = False  # serves workload.svc: its svc-only routes too (wrk.PAIRS, conformance)
+    db_file: bool = False  # SVC_DB is an SQLite file of its own, made afresh at every start
+    #: The arguments that tell it the port it was given (most read SVC_PORT instead).
+    port_arguments: Callable[[int], tuple[str, ...]] | None = None
 
 
 SPECS = {
     "svc": ServerSpec(
         "svc",
         (str(ROOT / ".venv/bin/svcc"), "run", "examples/workload/workload.svc"),
-        env={"SVC_LOG": "quiet"},
+        env={"SVC_LOG": "quiet"}, svc=True,
     ),
     "bare-uvloop": ServerSpec(
         "bare-uvloop", (str(ROOT / ".venv/bin/python"), "bench/peers/bare_uvloop.py"), conforms=False
+    ),
+    # The physical reference (issue 39): one nginx process answering fixed bytes, no routes.
+    "nginx": ServerSpec(
+        "nginx", (nginx.EXECUTABLE,), conforms=False, cases=("GET /health", "GET /small"),
+        port_arguments=nginx.arguments,
     ),
     "node": ServerSpec(
         "node", ("node", "bench/peers/node/server.js"), env={"NODE_PATH": str(WORK / "node/node_modules")}
@@ -51,12 +63,19 @@ SPECS = {
     "svc-pg": ServerSpec(
         "svc-pg",
         (str(ROOT / ".venv/bin/svcc"), "run", "examples/workload/workload.svc"),
-        env={"SVC_LOG": "quiet"}, cases=("GET /users/{id}",), postgres=True,
+        env={"SVC_LOG": "quiet"}, cases=("GET /users/{id}",), postgres=True, svc=True,
     ),
     "node-pg": ServerSpec(
         "node-pg", ("node", "bench/peers/node/server.js"),
         env={"NODE_PATH": str(WORK / "node/node_modules")}, cases=("GET /users/{id}",),
         postgres=True,
+    ),
+    # Reads and plain writes on an SQLite file (WAL, synchronous=FULL): the same program.
+    file_database.SERVER: ServerSpec(
+        file_database.SERVER,
+        (str(ROOT / ".venv/bin/svcc"), "run", "examples/workload/workload.svc"),
+        env={"SVC_LOG": "quiet"}, cases=(file_database.READS, file_database.WRITES), svc=True,
+        db_file=True,
     ),
     "fastapi": ServerSpec(
         "fastapi",
@@ -64,7 +83,7 @@ SPECS = {
             str(WORK / "venv/bin/python"), "-m", "uvicorn", "fastapi_app:app", "--host", "127.0.0.1",
             "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
         ),
-        cwd=BENCH / "peers",
+        cwd=BENCH / "peers", port_arguments=lambda port: ("--port", str(port)),
     ),
 }
 
@@ -89,9 +108,11 @@ class RunningServer:
             from harness import postgres
 
             env["SVC_DB"] = postgres.database_url()
+        if spec.db_file and "SVC_DB" not in (extra_env or {}):
+            env["SVC_DB"] = str(fresh_database(spec.name))
         command = ["taskset", "-c", cpus, *spec.command]
-        if spec.name == "fastapi":
-            command += ["--port", str(self.port)]
+        if spec.port_arguments:
+            command += spec.port_arguments(self.port)
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(command, cwd=spec.cwd, env=env, stdout=log, stderr=log)
         self.pid = self.process.pid
@@ -158,6 +179,16 @@ class RunningServer:
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+
+def fresh_database(name: str) -> Path:
+    """bench/.work/db/<name>.sqlite with no file left there by an earlier start (its WAL and
+    shared-memory files included): svc makes it and seeds it."""
+    path = WORK / "db" / f"{name}.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in path.parent.glob(path.name + "*"):
+        leftover.unlink()
+    return path
 
 
 def proc_rss_kib(pid: int) -> int:
