@@ -1,11 +1,13 @@
 """`make bench`'s 0.2 paths and issue 39's cases: the workload serves them as the conformance
-check expects (in memory and on a file), nginx answers the bytes svc answers, and the report
-has a met/missed line per pair and target (also when re-rendered from an older run)."""
+check expects (svc-file's server, the same program on a file, is checked so by every run, and
+tests/e2e/test_examples.py serves it from a file), nginx answers the bytes svc answers, and the
+report has a met/missed line per pair and target (also when re-rendered from an older run)."""
 
 from __future__ import annotations
 
 import shutil
 import sys
+import urllib.error
 import urllib.request
 
 import pytest
@@ -27,18 +29,6 @@ def test_the_workload_answers_the_pairs_and_the_01_routes_as_the_conformance_che
         assert conformance.check(server.port, svc=True) == []
     finally:
         assert server.stop() == 0
-
-
-def test_the_workload_on_a_database_file_conforms_too(tmp_path):
-    """svc-file's server: the same program on an SQLite file (its writes, fsynced, included;
-    the check reads GET /users/1 after them, as it was)."""
-    database = tmp_path / "workload.sqlite"
-    server = start([WORKLOAD], env={"SVC_DB": str(database)})
-    try:
-        assert conformance.check(server.port, svc=True) == []
-    finally:
-        assert server.stop() == 0
-    assert database.stat().st_size > 0
 
 
 @pytest.mark.skipif(not shutil.which(nginx.EXECUTABLE), reason="nginx-light not installed "
