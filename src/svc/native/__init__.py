@@ -34,6 +34,7 @@ from pathlib import Path
 
 #: The modules that are compiled: the request path, from the parser to the rendered answer.
 MODULES = (
+    "svc.runtime.http.head",
     "svc.runtime.http.protocol",
     "svc.runtime.http.routing",
     "svc.runtime.http.answers",

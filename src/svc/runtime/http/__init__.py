@@ -6,6 +6,7 @@ answers, deadlines, workers, the built-in routes, and `test_request`'s in-memory
     connection.py      one client connection: bytes in, requests answered in order, deadlines
     phases.py          a connection's phases, what its deadline means in each, the moves allowed
     protocol.py        the HTTP/1.1 state machine: bytes in, events out, no sockets
+    head.py            a `Request`, and the fast path that reads one whole in one compiled pass
     routing.py         the route table: a request's method and path to its route
     binding.py         a request's captures, query, body and database into a handler's arguments
     uploads.py         an upload route's body received into temporary files (multipart or raw)

@@ -1,7 +1,6 @@
 """The HTTP/1.1 connection state machine: bytes in, events out, no sockets.
 
-`HttpConnection.feed(data)` runs httptools (llhttp) over the bytes and returns, in order,
-the events they complete:
+`HttpConnection.feed(data)` returns, in order, the events the bytes complete:
 
 - a `Request` (headers and de-chunked body complete);
 - a `Continue` when an HTTP/1.1 request asked for `Expect: 100-continue` and its body is
@@ -21,100 +20,30 @@ streamed into temporary files (uploads.py). The protocol learns a request's rout
 headers are complete, through `body_hook` (the router's `body_terms`, set by the connection;
 None for a program with neither, when every body is 1 MiB at most and held in memory). The
 hook is asked only about a request that has a body, before its `Continue`.
+
+Two paths parse. httptools (llhttp) is the reference, and makes every refusal. With the
+compiled modules in use a connection starts on a fast path instead: head.py takes each request
+that arrives whole and of the common shape in one compiled call, with no Python call per
+field; the first bytes it does not take send the connection to httptools for good, from that
+request's first byte (docs/decisions/http.md, "One pass over a request head").
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import httptools
 
+from svc import native
 from svc.rules.contract import BODY_LIMIT, HEAD_LIMIT
+from svc.runtime.http.head import (HOST, HOST_VALUE, METHODS, REQUEST_ID, SPECIAL,
+                                   SPECIAL_SHAPES, HeadReader, Request, valid_request_id)
 
-_METHODS = {m.encode(): m for m in ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")}
 _VERSIONS = ("1.1", "1.0")
-#: The rare header fields that change how a request is framed or answered; kept in a dict
-#: that exists only when one is present. Content-Type and Content-Length, which every POST
-#: carries, have slots of their own instead (measured: a dict per request, and the HTTP
-#: version string built because of it, cost a POST ~2 µs).
-_SPECIAL = {
-    b"transfer-encoding": "transfer_encoding",
-    b"expect": "expect",
-    b"connection": "connection",
-    b"upgrade": "upgrade",
-}
-#: The field every HTTP/1.1 request carries exactly once, and its shape: RFC 3986's host (an
-#: IP literal in brackets, or a name, IPv4 address or nothing) and an optional port (then
-#: the spaces llhttp leaves at the end of a value).
-_HOST = b"host"
-_HOST_VALUE = re.compile(rb"(?:\[[0-9A-Za-z:.!$&'()*+,;=~_%-]+\]|[0-9A-Za-z.!$&'()*+,;=~_%-]*)"
-                         rb"(?::[0-9]*)?[ \t]*")
-#: A request's own id for the log and the answer (svc.runtime.observability.serverlog); kept when valid.
-_REQUEST_ID = b"x-request-id"
-#: The longest `X-Request-Id` kept from a request; a longer one is replaced.
-REQUEST_ID_LIMIT = 128
-#: A header name is lower-cased and looked up only when its length and first letter could
-#: match one of these (hot path): `Accept`, `User-Agent` or `Sec-Fetch-Mode` are not.
-_SPECIAL_SHAPES = frozenset(len(name) << 8 | name[0]
-                            for name in (*_SPECIAL, b"content-type", b"content-length",
-                                         _REQUEST_ID, _HOST))
 #: The head is measured as if written canonically: `METHOD SP url SP HTTP/1.1 CRLF`, each
 #: header `name: value CRLF`, then CRLF. That is 14 bytes plus the method, the URL and
 #: 4 per header.
 _HEAD_OVERHEAD = 14
-
-
-class Request:
-    """One parsed request. `path` is the raw (percent-encoded) path as str, `query` raw bytes,
-    `target` the request target as received (for the log: decoded only when a line is written).
-    `keep_alive`: another request may follow this one (not after `Connection: close`, an
-    HTTP/1.0 request without keep-alive, or an upgrade request). `started` is set by the
-    server: perf_counter() when the request began, for the log. `rid` is its id: the one in
-    its first `X-Request-Id` field when that one is valid (svc.runtime.observability.serverlog), else ""
-    until the server makes one (with JSON logs, or when a line is written about it). `form`
-    is None, or for a route with `Upload` parameters the `ReceivedForm` its body was received
-    into (then `body` is b""), whose files the server closes when the request ends.
-
-    A class of this compiled module: the compiled request path reads its fields as C struct
-    members (a msgspec Struct's cost ~160 instructions a read, and a request is read ~10 times
-    on its way, more with the access log on; measured with bench/instructions.py)."""
-
-    __slots__ = ("method", "path", "query", "target", "headers", "body", "keep_alive",
-                 "content_type", "upgrade", "started", "rid", "form")
-
-    def __init__(self, method: str, path: str, query: bytes, target: bytes, headers: list,
-                 body: bytes, keep_alive: bool, content_type: Optional[bytes],
-                 upgrade: bool) -> None:
-        self.method = method
-        self.path = path
-        self.query = query
-        self.target = target
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
-        self.content_type = content_type
-        self.upgrade = upgrade
-        self.started = 0.0
-        self.rid = ""
-        self.form: Any = None
-
-    def release(self) -> None:
-        """Close the files of `form`, if any (the request has ended)."""
-        form = self.form
-        if form is not None:
-            self.form = None
-            form.close()
-
-    def header(self, name: bytes) -> bytes | None:
-        """The first value of a header, by lower-case name (`headers` keeps names as sent)."""
-        for key, value in self.headers:
-            if key.lower() == name:
-                return value
-        return None
-
-    def __repr__(self) -> str:
-        return f"Request({self.method} {self.path!r} query={self.query!r} body={len(self.body)}B)"
 
 
 class Reject:
@@ -168,16 +97,35 @@ class _Refuse(Exception):
         self.reject = Reject(status, reason, detail=detail)
 
 
-class HttpConnection:
-    """Parses one connection's byte stream. States: open, upgraded, closed."""
+#: Whether connections start on the fast path (head.py) unless told: when the compiled modules
+#: are in use. Pure Python (SVC_NATIVE=0, or no build) runs httptools alone, the reference.
+FAST_PATH = native.state == ""
 
-    __slots__ = ("_parser", "_events", "_url", "_headers", "_fed", "_head_bytes", "_keep_alive",
-                 "_message_ended", "_body", "received", "_special", "_continue_at",
+
+class HttpConnection:
+    """Parses one connection's byte stream. States: open, upgraded, closed.
+
+    With `fast` (FAST_PATH unless told), it starts on the fast path: while every request
+    arrives whole and within head.py's subset, `feed` takes each in one call of head.py and
+    httptools is never run. The first bytes it does not take switch the connection to
+    httptools for good, fed from that request's first byte: from then on all is as without
+    `fast`."""
+
+    __slots__ = ("fast", "fast_taken", "_reader", "_replay", "_parser", "_events", "_url",
+                 "_headers", "_fed", "_head_bytes", "_keep_alive", "_message_ended", "_body", "received", "_special", "_continue_at",
                  "_content_type", "_content_length", "_request_id", "_has_host",
                  "_valid_host", "_limit", "_receiver", "body_hook", "paced",
                  "in_body", "upgraded", "closed", "_upgrade_buffer")
 
-    def __init__(self) -> None:
+    def __init__(self, fast: bool = FAST_PATH) -> None:
+        #: Still on the fast path: every byte fed so far was taken by head.py.
+        self.fast = fast
+        #: How many requests the fast path took (what tests and benchmarks read).
+        self.fast_taken = 0
+        self._reader = HeadReader()
+        #: The request taken last by the fast path when it did not keep the connection alive:
+        #: llhttp refuses what follows such a request, so it is fed to httptools first.
+        self._replay = b""
         self._parser = httptools.HttpRequestParser(self)
         self._events: list = []
         self._url = b""
@@ -226,8 +174,16 @@ class HttpConnection:
                 self._upgrade_buffer.append(data)
             return []
         events = self._events = []
-        self._fed = len(data)
+        self._fed = len(data)  # the chunk's whole size, also after the fast path took a part
+        if self.fast:
+            taken = self._take_whole_requests(data)
+            if taken == len(data):
+                return events
+            self._message_ended = taken > 0
+            data = data[taken:]
         try:
+            if self._replay:
+                self._catch_up()
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
             self._start_upgrade(data, exc)
@@ -248,8 +204,44 @@ class HttpConnection:
                     self._message_ended = False
                     self._head_bytes = 0
                 else:
-                    self._guard_head(len(data))
+                    self._guard_head(self._fed)
         return events
+
+    def _take_whole_requests(self, data: bytes) -> int:
+        """The fast path: append the requests head.py takes whole, from the start of `data`;
+        return where it stopped (len(data) when it took everything). Anything it does not
+        take, and any request after one that does not keep the connection alive, ends it."""
+        start = 0
+        size = len(data)
+        events = self._events
+        reader = self._reader
+        bodies = self.body_hook is None
+        while start < size:
+            request = reader.read(data, start, bodies)
+            if request is None:
+                self.fast = False
+                return start
+            events.append(request)
+            self.fast_taken += 1
+            if not request.keep_alive:
+                self.fast = False
+                self._replay = data[start:reader.end]
+                return reader.end
+            start = reader.end
+        return start
+
+    def _catch_up(self) -> None:
+        """Feed httptools the request the fast path took last, which did not keep the
+        connection alive, dropping its events: llhttp is then in the state it would have been
+        in (refusing all but CR and LF)."""
+        replay, self._replay = self._replay, b""
+        events, self._events = self._events, []
+        ended = self._message_ended
+        try:
+            self._parser.feed_data(replay)
+        finally:
+            self._events = events
+            self._message_ended = ended
 
     def target(self) -> tuple[str, bytes]:
         """(method, target as received) of the request being read, once its request line is
@@ -305,7 +297,7 @@ class HttpConnection:
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._headers.append((name, value))
-        if (len(name) << 8 | name[0] | 32) in _SPECIAL_SHAPES:  # | 32: lower-case the letter
+        if (len(name) << 8 | name[0] | 32) in SPECIAL_SHAPES:  # | 32: lower-case the letter
             if value == self._valid_host and name == b"Host" and not self._has_host:
                 self._has_host = True  # every request's case, without a call (hot path)
             else:
@@ -313,10 +305,10 @@ class HttpConnection:
 
     def _note_special(self, name: bytes, value: bytes) -> None:
         lower = name.lower()
-        if lower == _HOST:  # every request has one: first
+        if lower == HOST:  # every request has one: first
             if self._has_host:
                 raise _Refuse(400, "more than one Host header")
-            if _HOST_VALUE.fullmatch(value) is None:
+            if HOST_VALUE.fullmatch(value) is None:
                 raise _Refuse(400, "invalid Host header")
             self._has_host = True
             self._valid_host = value
@@ -329,11 +321,11 @@ class HttpConnection:
                 raise _Refuse(400, f"duplicate {name.decode('latin-1')} header")
             self._content_length = value
             return
-        if lower == _REQUEST_ID:
+        if lower == REQUEST_ID:
             if self._request_id is None:  # the first field counts; an invalid one is dropped
                 self._request_id = valid_request_id(value) or ""
             return
-        attr = _SPECIAL.get(lower)
+        attr = SPECIAL.get(lower)
         if attr is None:
             return
         special = self._special
@@ -464,7 +456,7 @@ class HttpConnection:
             upgrade = _may_upgrade(parser, special, raw_method)
         # After an upgrade request the bytes are not HTTP: no request can follow it.
         request = Request(
-            _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
+            METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
             query, url, self._headers, body, self._keep_alive and not upgrade, content_type,
             upgrade)
         if self._request_id is not None:
@@ -480,20 +472,6 @@ class HttpConnection:
         self._has_host = False
         self.in_body = False
         self._message_ended = True
-
-
-def valid_request_id(value: bytes) -> str | None:
-    """The id in an `X-Request-Id` field when it is usable: 1 to 128 visible ASCII characters
-    (0x21-0x7E: no spaces, no control characters) but `"` and `\\`, else None (the request
-    then gets a new id from the server, and the field's value is never echoed). Such a value
-    is safe in a header field and on a log line, and needs no escaping in a JSON string (so
-    the access hook never looks for any)."""
-    if not 0 < len(value) <= REQUEST_ID_LIMIT:
-        return None
-    for byte in value:
-        if not 0x21 <= byte <= 0x7E or byte == 0x22 or byte == 0x5C:
-            return None
-    return value.decode("ascii")
 
 
 def _parse_error(exc: httptools.HttpParserError) -> Reject:
