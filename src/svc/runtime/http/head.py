@@ -119,17 +119,20 @@ class Request:
     members (a msgspec Struct's cost ~160 instructions a read, and a request is read ~10 times
     on its way, more with the access log on; measured with bench/instructions.py)."""
 
-    __slots__ = ("method", "path", "query", "target", "headers", "body", "keep_alive",
+    __slots__ = ("method", "path", "query", "target", "_fields", "_lines", "body", "keep_alive",
                  "content_type", "upgrade", "started", "rid", "form")
 
-    def __init__(self, method: str, path: str, query: bytes, target: bytes, headers: list,
-                 body: bytes, keep_alive: bool, content_type: Optional[bytes],
-                 upgrade: bool) -> None:
+    def __init__(self, method: str, path: str, query: bytes, target: bytes,
+                 headers: Optional[list], body: bytes, keep_alive: bool,
+                 content_type: Optional[bytes], upgrade: bool, lines: bytes = b"") -> None:
         self.method = method
         self.path = path
         self.query = query
         self.target = target
-        self.headers = headers
+        self._fields = headers
+        #: The field lines as received, when `headers` is None: the fast path keeps them and
+        #: makes the list when it is first read (most requests never read it).
+        self._lines = lines
         self.body = body
         self.keep_alive = keep_alive
         self.content_type = content_type
@@ -137,6 +140,14 @@ class Request:
         self.started = 0.0
         self.rid = ""
         self.form: Any = None
+
+    @property
+    def headers(self) -> list:
+        """The header fields as (name, value) pairs as sent, in order."""
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = _fields_of(self._lines)
+        return fields
 
     def release(self) -> None:
         """Close the files of `form`, if any (the request has ended)."""
@@ -206,9 +217,9 @@ class HeadReader:
             return None
         http_1_1 = minor == 49
         at += 11
-        fields = []
+        lines_at = at
         content_type: Optional[bytes] = None
-        host: Optional[bytes] = None
+        host = False
         rid: Optional[bytes] = None
         connection: Optional[bytes] = None
         length: i64 = -1
@@ -223,9 +234,9 @@ class HeadReader:
             name_at = at
             while at < limit and _TOKEN[data[at]]:
                 at += 1
-            if at == name_at or at >= limit or data[at] != 58:  # 58: the colon
+            name_end = at
+            if name_at == name_end or at >= limit or data[at] != 58:  # 58: the colon
                 return None
-            name = data[name_at:at]
             at += 1
             while at < limit and (data[at] == 32 or data[at] == 9):  # OWS
                 at += 1
@@ -234,44 +245,42 @@ class HeadReader:
                 at += 1
             if at + 1 >= limit or data[at] != 13 or data[at + 1] != 10:
                 return None
-            value = data[value_at:at]
+            value_end = at
             at += 2
-            fields.append((name, value))
-            if len(name) > _LONGEST:
-                continue
-            spellings = _BY_SHAPE[name[0] | 32][len(name)]  # | 32: lower-case the letter
-            if spellings is None:
-                continue  # not a field that matters
-            lower, title = spellings
-            if name != title and name != lower and name.lower() != lower:
+            lower = _field_that_matters(data, name_at, name_end)
+            if not lower:
                 continue
             if lower == HOST:
-                if value == self.valid_host and host is None:
-                    host = value  # every request's case, without a match (hot path)
-                    continue
-                if host is not None or HOST_VALUE.fullmatch(value) is None:
+                if host:
                     return None
-                host = self.valid_host = value
+                host = True
+                valid = self.valid_host
+                if value_end - value_at == len(valid) and _at(data, value_at, value_end, valid):
+                    continue  # every request's case, without a match (hot path)
+                value = data[value_at:value_end]
+                if HOST_VALUE.fullmatch(value) is None:
+                    return None
+                self.valid_host = value
             elif lower == b"content-type":  # the last one counts, as on the httptools path
-                content_type = value
+                content_type = data[value_at:value_end]
             elif lower == b"content-length":
                 if length >= 0:
                     return None
-                length = _length(value)
+                length = _length(data, value_at, value_end)
                 if length < 0:
                     return None
             elif lower == REQUEST_ID:
                 if rid is None:
-                    rid = value
+                    rid = data[value_at:value_end]
             elif lower == b"connection":
                 if connection is not None:
                     return None
-                connection = value.lower()
+                connection = data[value_at:value_end].lower()
                 if connection != b"keep-alive" and connection != b"close":
                     return None
             else:  # Transfer-Encoding, Expect, Upgrade, Proxy-Connection
                 return None
-        if host is None and http_1_1:
+        if not host and http_1_1:
             return None
         end = at
         body = b""
@@ -289,7 +298,8 @@ class HeadReader:
             path = target.decode("latin-1")
             query = b""
         keep_alive = connection != b"close" if http_1_1 else connection == b"keep-alive"
-        request = Request(method, path, query, target, fields, body, keep_alive, content_type, False)
+        request = Request(method, path, query, target, None, body, keep_alive, content_type, False,
+                          data[lines_at:at - 2])
         if rid is not None:
             request.rid = valid_request_id(rid) or ""
         return request
@@ -317,13 +327,50 @@ def _at(data: bytes, start: i64, limit: i64, word: bytes) -> bool:
     return True
 
 
-def _length(value: bytes) -> i64:
-    """A Content-Length of 1 to 7 digits, else -1."""
-    if not 0 < len(value) <= _LENGTH_DIGITS:
+def _field_that_matters(data: bytes, start: i64, end: i64) -> bytes:
+    """The lower-case name of the field that matters named by `data[start:end]`, else b""."""
+    if end - start > _LONGEST:
+        return b""
+    spellings = _BY_SHAPE[data[start] | 32][end - start]  # | 32: lower-case the letter
+    if spellings is None:
+        return b""
+    lower, title = spellings
+    if _at(data, start, end, title) or _at(data, start, end, lower) \
+            or data[start:end].lower() == lower:
+        return lower
+    return b""
+
+
+def _length(data: bytes, start: i64, end: i64) -> i64:
+    """The Content-Length in `data[start:end]` when it is 1 to 7 digits, else -1."""
+    if not 0 < end - start <= _LENGTH_DIGITS:
         return -1
     length: i64 = 0
-    for digit in value:
+    for at in range(start, end):
+        digit = data[at]
         if not 48 <= digit <= 57:
             return -1
         length = length * 10 + digit - 48
     return length
+
+
+def _fields_of(lines: bytes) -> list:
+    """The (name, value) pairs of field lines the fast path took (so already checked):
+    `name ":" OWS value CRLF` each."""
+    fields = []
+    at: i64 = 0
+    end: i64 = len(lines)
+    while at < end:
+        name_at = at
+        while lines[at] != 58:  # the colon
+            at += 1
+        name = lines[name_at:at]
+        at += 1
+        while lines[at] == 32 or lines[at] == 9:  # OWS
+            at += 1
+        value_at = at
+        while lines[at] != 13:
+            at += 1
+        fields.append((name, lines[value_at:at]))
+        at += 2
+    return fields
