@@ -61,6 +61,7 @@ def test_a_request_taken_fast_is_the_request_httptools_makes():
     [b"GET /p HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n"],  # obs-fold: httptools refuses it
     [b"GET /p HTTP/1.1\nHost: t\n\n"],  # LF alone: httptools takes it
     [b"GET /p HTTP/1.1\r\nHost: t\r\nHost: t\r\n\r\n"],  # refused by httptools
+    [b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\n" + b"x" * 1048577],  # 413
 ])
 def test_anything_else_goes_to_httptools_from_that_request_s_first_byte(stream):
     conn = compare([SMALL, *stream, SMALL])

@@ -30,7 +30,7 @@ defined here too.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Optional
+from typing import Any, Final, Optional, Union
 
 from svc.rules.contract import BODY_LIMIT, HEAD_LIMIT
 
@@ -119,20 +119,19 @@ class Request:
     members (a msgspec Struct's cost ~160 instructions a read, and a request is read ~10 times
     on its way, more with the access log on; measured with bench/instructions.py)."""
 
-    __slots__ = ("method", "path", "query", "target", "_fields", "_lines", "body", "keep_alive",
+    __slots__ = ("method", "path", "query", "target", "_headers", "body", "keep_alive",
                  "content_type", "upgrade", "started", "rid", "form")
 
     def __init__(self, method: str, path: str, query: bytes, target: bytes,
-                 headers: Optional[list], body: bytes, keep_alive: bool,
-                 content_type: Optional[bytes], upgrade: bool, lines: bytes = b"") -> None:
+                 headers: Union[list, bytes], body: bytes, keep_alive: bool,
+                 content_type: Optional[bytes], upgrade: bool) -> None:
         self.method = method
         self.path = path
         self.query = query
         self.target = target
-        self._fields = headers
-        #: The field lines as received, when `headers` is None: the fast path keeps them and
-        #: makes the list when it is first read (most requests never read it).
-        self._lines = lines
+        #: The header list, or for a request the fast path took, its field lines as received:
+        #: made into the list when it is first read (most requests never read it).
+        self._headers = headers
         self.body = body
         self.keep_alive = keep_alive
         self.content_type = content_type
@@ -144,10 +143,10 @@ class Request:
     @property
     def headers(self) -> list:
         """The header fields as (name, value) pairs as sent, in order."""
-        fields = self._fields
-        if fields is None:
-            fields = self._fields = _fields_of(self._lines)
-        return fields
+        headers = self._headers
+        if isinstance(headers, bytes):
+            headers = self._headers = _fields_of(headers)
+        return headers
 
     def release(self) -> None:
         """Close the files of `form`, if any (the request has ended)."""
@@ -186,11 +185,17 @@ class HeadReader:
 
     `end` is where the request `read` took last ends; `valid_host` the connection's last valid
     Host value: a client sends the same one on every request, which is then compared, not
-    matched again (~1,000 instructions less)."""
+    matched again (~1,000 instructions less). The other attributes are the fields that matter
+    of the request being read."""
 
     def __init__(self) -> None:
         self.end: i64 = 0
         self.valid_host = b"\0"
+        self.host = False
+        self.length: i64 = -1
+        self.content_type: Optional[bytes] = None
+        self.rid: Optional[bytes] = None
+        self.connection: Optional[bytes] = None
 
     def read(self, data: bytes, start: i64, bodies: bool) -> Optional[Request]:
         """The request that starts at `data[start]` when it is taken whole here, else None.
@@ -200,8 +205,8 @@ class HeadReader:
         method = _method(data, start, limit)
         if not method:
             return None
-        at: i64 = start + len(method) + 1
-        target_at = at
+        target_at = start + len(method) + 1
+        at = target_at
         query_at: i64 = 0
         while at < limit and 32 < data[at] < 127:  # the target: visible ASCII, then SP
             if data[at] == 63 and not query_at:  # 63: ?
@@ -215,80 +220,13 @@ class HeadReader:
         minor = data[at + 8]
         if minor != 49 and minor != 48:  # HTTP/1.1 or HTTP/1.0
             return None
-        http_1_1 = minor == 49
-        at += 11
-        lines_at = at
-        content_type: Optional[bytes] = None
-        host = False
-        rid: Optional[bytes] = None
-        connection: Optional[bytes] = None
-        length: i64 = -1
-        while True:
-            if at + 1 >= limit:
-                return None
-            if data[at] == 13:  # CR: the blank line that ends the head
-                if data[at + 1] != 10:
-                    return None
-                at += 2
-                break
-            name_at = at
-            while at < limit and _TOKEN[data[at]]:
-                at += 1
-            name_end = at
-            if name_at == name_end or at >= limit or data[at] != 58:  # 58: the colon
-                return None
-            at += 1
-            while at < limit and (data[at] == 32 or data[at] == 9):  # OWS
-                at += 1
-            value_at = at
-            while at < limit and (31 < data[at] < 127 or data[at] == 9):  # text: VCHAR, SP, HTAB
-                at += 1
-            if at + 1 >= limit or data[at] != 13 or data[at + 1] != 10:
-                return None
-            value_end = at
-            at += 2
-            lower = _field_that_matters(data, name_at, name_end)
-            if not lower:
-                continue
-            if lower == HOST:
-                if host:
-                    return None
-                host = True
-                valid = self.valid_host
-                if value_end - value_at == len(valid) and _at(data, value_at, value_end, valid):
-                    continue  # every request's case, without a match (hot path)
-                value = data[value_at:value_end]
-                if HOST_VALUE.fullmatch(value) is None:
-                    return None
-                self.valid_host = value
-            elif lower == b"content-type":  # the last one counts, as on the httptools path
-                content_type = data[value_at:value_end]
-            elif lower == b"content-length":
-                if length >= 0:
-                    return None
-                length = _length(data, value_at, value_end)
-                if length < 0:
-                    return None
-            elif lower == REQUEST_ID:
-                if rid is None:
-                    rid = data[value_at:value_end]
-            elif lower == b"connection":
-                if connection is not None:
-                    return None
-                connection = data[value_at:value_end].lower()
-                if connection != b"keep-alive" and connection != b"close":
-                    return None
-            else:  # Transfer-Encoding, Expect, Upgrade, Proxy-Connection
-                return None
-        if not host and http_1_1:
+        lines_at = at + 11
+        head_end = self._fields(data, lines_at, limit)
+        if head_end < 0 or not self.host and minor == 49:  # HTTP/1.1 has a Host
             return None
-        end = at
-        body = b""
-        if length > 0:
-            end += length
-            if length > BODY_LIMIT or not bodies or end > len(data):
-                return None
-            body = data[at:end]
+        end = head_end + max(self.length, 0)
+        if end > head_end and (not bodies or end > len(data)):
+            return None
         self.end = end
         target = data[target_at:target_end]
         if query_at:
@@ -297,12 +235,76 @@ class HeadReader:
         else:
             path = target.decode("latin-1")
             query = b""
-        keep_alive = connection != b"close" if http_1_1 else connection == b"keep-alive"
-        request = Request(method, path, query, target, None, body, keep_alive, content_type, False,
-                          data[lines_at:at - 2])
-        if rid is not None:
-            request.rid = valid_request_id(rid) or ""
+        connection = self.connection
+        keep_alive = connection != b"close" if minor == 49 else connection == b"keep-alive"
+        request = Request(method, path, query, target, data[lines_at:head_end - 2],
+                          data[head_end:end], keep_alive, self.content_type, False)
+        if self.rid is not None:
+            request.rid = valid_request_id(self.rid) or ""
         return request
+
+    def _fields(self, data: bytes, at: i64, limit: i64) -> i64:
+        """Reads the field lines from `data[at]` to the blank line after them, noting the fields
+        that matter; where the head ends, or -1 when the request is not taken here."""
+        self.host = False
+        self.length = -1
+        self.content_type = self.rid = self.connection = None
+        while True:
+            if at + 1 >= limit:
+                return -1
+            if data[at] == 13:  # CR: the blank line that ends the head
+                return at + 2 if data[at + 1] == 10 else -1
+            name_at = at
+            while at < limit and _TOKEN[data[at]]:
+                at += 1
+            name_end = at
+            if name_at == name_end or at >= limit or data[at] != 58:  # 58: the colon
+                return -1
+            at += 1
+            while at < limit and (data[at] == 32 or data[at] == 9):  # OWS
+                at += 1
+            value_at = at
+            while at < limit and (31 < data[at] < 127 or data[at] == 9):  # text: VCHAR, SP, HTAB
+                at += 1
+            if at + 1 >= limit or data[at] != 13 or data[at + 1] != 10:
+                return -1
+            lower = _field_that_matters(data, name_at, name_end)
+            if lower and not self._note(lower, data, value_at, at):
+                return -1
+            at += 2
+
+    def _note(self, lower: bytes, data: bytes, value_at: i64, value_end: i64) -> bool:
+        """Notes a field that matters, named `lower`, whose value is `data[value_at:value_end]`;
+        False when the request is not taken here."""
+        if lower == HOST:
+            if self.host:
+                return False
+            self.host = True
+            valid = self.valid_host
+            if value_end - value_at == len(valid) and _at(data, value_at, value_end, valid):
+                return True  # every request's case, without a match (hot path)
+            value = data[value_at:value_end]
+            if HOST_VALUE.fullmatch(value) is None:
+                return False
+            self.valid_host = value
+        elif lower == b"content-type":  # the last one counts, as on the httptools path
+            self.content_type = data[value_at:value_end]
+        elif lower == b"content-length":
+            if self.length >= 0:
+                return False
+            self.length = _length(data, value_at, value_end)
+            return 0 <= self.length <= BODY_LIMIT  # httptools refuses more
+        elif lower == REQUEST_ID:
+            if self.rid is None:
+                self.rid = data[value_at:value_end]
+        elif lower == b"connection":
+            if self.connection is not None:
+                return False
+            self.connection = data[value_at:value_end].lower()
+            return self.connection == b"keep-alive" or self.connection == b"close"
+        else:  # Transfer-Encoding, Expect, Upgrade, Proxy-Connection
+            return False
+        return True
 
 
 def _method(data: bytes, start: i64, limit: i64) -> str:

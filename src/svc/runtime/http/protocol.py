@@ -30,15 +30,19 @@ request's first byte (docs/decisions/http.md, "One pass over a request head").
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Final, Optional
 
 import httptools
 
 from svc import native
 from svc.rules.contract import BODY_LIMIT, HEAD_LIMIT
-from svc.runtime.http.head import (HOST, HOST_VALUE, METHODS, REQUEST_ID, SPECIAL,
-                                   SPECIAL_SHAPES, HeadReader, Request, valid_request_id)
+from svc.runtime.http import head
+from svc.runtime.http.head import (HOST, HOST_VALUE, REQUEST_ID, SPECIAL, SPECIAL_SHAPES,
+                                   HeadReader, Request, valid_request_id)
 
+#: Bound here, not imported: CPython 3.11 calls a method of a name a module imported through a
+#: bound-method object made for each call (`_METHODS.get`, once a request: ~300 instructions).
+_METHODS: Final = head.METHODS
 _VERSIONS = ("1.1", "1.0")
 #: The head is measured as if written canonically: `METHOD SP url SP HTTP/1.1 CRLF`, each
 #: header `name: value CRLF`, then CRLF. That is 14 bytes plus the method, the URL and
@@ -112,13 +116,13 @@ class HttpConnection:
     `fast`."""
 
     __slots__ = ("fast", "fast_taken", "_reader", "_replay", "_parser", "_events", "_url",
-                 "_headers", "_fed", "_head_bytes", "_keep_alive", "_message_ended", "_body", "received", "_special", "_continue_at",
-                 "_content_type", "_content_length", "_request_id", "_has_host",
+                 "_headers", "_fed", "_head_bytes", "_keep_alive", "_message_ended", "_body",
+                 "received", "_special", "_continue_at", "_content_type", "_content_length", "_request_id", "_has_host",
                  "_valid_host", "_limit", "_receiver", "body_hook", "paced",
                  "in_body", "upgraded", "closed", "_upgrade_buffer")
 
     def __init__(self, fast: bool = FAST_PATH) -> None:
-        #: Still on the fast path: every byte fed so far was taken by head.py.
+        #: On the fast path: every byte fed so far was taken by head.py.
         self.fast = fast
         #: How many requests the fast path took (what tests and benchmarks read).
         self.fast_taken = 0
@@ -179,11 +183,12 @@ class HttpConnection:
             taken = self._take_whole_requests(data)
             if taken == len(data):
                 return events
+            self.fast = False
             self._message_ended = taken > 0
             data = data[taken:]
+            if self._replay and not self._catch_up():
+                return events
         try:
-            if self._replay:
-                self._catch_up()
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
             self._start_upgrade(data, exc)
@@ -209,8 +214,10 @@ class HttpConnection:
 
     def _take_whole_requests(self, data: bytes) -> int:
         """The fast path: append the requests head.py takes whole, from the start of `data`;
-        return where it stopped (len(data) when it took everything). Anything it does not
-        take, and any request after one that does not keep the connection alive, ends it."""
+        return where it stopped (len(data) when it took everything). It stops at the first
+        request it does not take, and takes nothing after one that closes the connection."""
+        if self._replay:
+            return 0
         start = 0
         size = len(data)
         events = self._events
@@ -219,29 +226,32 @@ class HttpConnection:
         while start < size:
             request = reader.read(data, start, bodies)
             if request is None:
-                self.fast = False
                 return start
             events.append(request)
             self.fast_taken += 1
             if not request.keep_alive:
-                self.fast = False
                 self._replay = data[start:reader.end]
                 return reader.end
             start = reader.end
         return start
 
-    def _catch_up(self) -> None:
-        """Feed httptools the request the fast path took last, which did not keep the
-        connection alive, dropping its events: llhttp is then in the state it would have been
-        in (refusing all but CR and LF)."""
+    def _catch_up(self) -> bool:
+        """Feed httptools the request the fast path took last, which closed the connection,
+        dropping its events: llhttp is then in the state it would have been in (refusing all
+        but CR and LF). False, and the connection refused, if httptools did not take it (it
+        always does: the fast path takes only what it takes)."""
         replay, self._replay = self._replay, b""
         events, self._events = self._events, []
         ended = self._message_ended
         try:
             self._parser.feed_data(replay)
-        finally:
+        except httptools.HttpParserError:
             self._events = events
-            self._message_ended = ended
+            self._refuse(Reject(400, "malformed request"))
+            return False
+        self._events = events
+        self._message_ended = ended
+        return True
 
     def target(self) -> tuple[str, bytes]:
         """(method, target as received) of the request being read, once its request line is
@@ -456,7 +466,7 @@ class HttpConnection:
             upgrade = _may_upgrade(parser, special, raw_method)
         # After an upgrade request the bytes are not HTTP: no request can follow it.
         request = Request(
-            METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
+            _METHODS.get(raw_method) or raw_method.decode("latin-1"), path.decode("latin-1"),
             query, url, self._headers, body, self._keep_alive and not upgrade, content_type,
             upgrade)
         if self._request_id is not None:
