@@ -201,6 +201,59 @@ def test_an_inline_transaction_past_the_processing_limit_is_rolled_back(tmp_path
     assert rows == []
 
 
+def test_statements_and_transactions_do_not_ask_for_the_running_loop(tmp_path, monkeypatch):
+    """In Python 3.11 `get_running_loop()` (and `current_task()` without a loop) makes a
+    getpid system call: a Db keeps its loop, so no statement asks (once per loop is enough).
+    A deadline is set, as in a request, so the rollback timer of db_begin is armed too."""
+    asked = []
+    real_loop, real_task = asyncio.get_running_loop, asyncio.current_task
+
+    def counting_loop():
+        asked.append("get_running_loop")
+        return real_loop()
+
+    def counting_task(loop=None):
+        if loop is None:
+            asked.append("current_task")
+        return real_task(loop)
+
+    async def main():
+        db = await table(tmp_path, "asked.db")
+        await db_exec(db, "INSERT INTO t VALUES (0)")
+        token = set_request_deadline(asyncio.get_running_loop().time() + 60)
+        monkeypatch.setattr(asyncio, "get_running_loop", counting_loop)
+        monkeypatch.setattr(asyncio, "current_task", counting_task)
+        try:
+            for n in range(1, 20, 2):
+                await db_exec(db, "INSERT INTO t VALUES (?1)", n)
+                tx = await db_begin(db, "asked.svc:1", [])
+                await db_exec(tx, "INSERT INTO t VALUES (?1)", n + 1)
+                await db_commit(tx)
+        finally:
+            monkeypatch.undo()
+            reset_request_deadline(token)
+        return await numbers(db)
+
+    assert run(main()) == list(range(21))
+    assert asked == []
+
+
+def test_a_db_used_on_one_loop_after_another_follows_the_loop(tmp_path):
+    """Tests (and a forked worker) use a Db on a new loop: the first job there finds it."""
+    try:
+        db = asyncio.run(table(tmp_path, "loops.db"))
+        for n in range(3):
+            async def insert_and_read(n=n):
+                tx = await db_begin(db)
+                await db_exec(tx, "INSERT INTO t VALUES (?1)", n)
+                await db_commit(tx)
+                return await numbers(db)
+
+            assert asyncio.run(insert_and_read()) == list(range(n + 1))
+    finally:
+        sqlite_db.close_all()
+
+
 WRITER = """
 import asyncio, sys
 from svc.runtime.db import db_begin, db_commit, db_exec, db_open

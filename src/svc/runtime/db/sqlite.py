@@ -71,7 +71,7 @@ class SqliteDb(Db):
     """A database handle: the path, the job queue and the thread that owns the connection."""
 
     __slots__ = ("path", "_queue", "_outbox", "_submitted", "_taken", "_thread", "_closing",
-                 "_overflow")
+                 "_overflow", "_loop")
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
@@ -91,6 +91,10 @@ class SqliteDb(Db):
         # None) and the loop time it began to wait. Only the event loop touches it.
         self._overflow: deque[tuple[tuple, asyncio.TimerHandle | None, float]] = deque()
         self._thread: threading.Thread | None = None  # started by db_open
+        # The loop of the last accepted job: the loop of the next one while it runs (a Db is
+        # used from one loop at a time), so that a job costs no `get_running_loop()`, which
+        # makes a getpid system call in Python 3.11.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"Db({self.path!r})"
@@ -106,9 +110,17 @@ class SqliteDb(Db):
 
     # --- event-loop side ---------------------------------------------------------------
 
+    def _current_loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop: the last one used while it still runs, else asked for (once
+        per loop: tests run several loops one after another, a forked worker its own)."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = asyncio.get_running_loop()
+        return loop
+
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
         """Queue one job; returns the future of its result. Runs on the event loop."""
-        loop = asyncio.get_running_loop()
+        loop = self._current_loop()
         future = loop.create_future()
         job = (future, op, sql, args, cls)
         if self._closing:
@@ -133,13 +145,13 @@ class SqliteDb(Db):
     def _accept(self, loop: asyncio.AbstractEventLoop, job: tuple) -> None:
         """Count the job as queued; it reaches the thread at the end of this loop iteration."""
         self._submitted += 1
+        if loop is not self._loop:  # the first job, or the first on another loop
+            self._hand_over()  # jobs left by a loop that stopped before handing them over
+            self._loop = loop
         outbox = self._outbox
         if not outbox:
             loop.call_soon(self._hand_over)
-        elif outbox[0][0].get_loop() is not loop:  # left by a loop that stopped first
-            self._hand_over()
-            loop.call_soon(self._hand_over)
-        self._outbox.append(job)
+        outbox.append(job)
 
     def _hand_over(self) -> None:
         if self._outbox:
@@ -425,6 +437,7 @@ def reopen_after_fork() -> None:
         db._submitted = db._taken = 0
         db._closing = False
         db._overflow = deque()
+        db._loop = None  # the parent's loop does not run here, even if it did at the fork
         db._thread = threading.Thread(target=contextvars.copy_context().run,
                                       args=(_reopened_thread_main, db),
                                       name=f"svc-db {db.path}", daemon=True)
