@@ -19,9 +19,10 @@ Contract (docs/internals.md, "Database API"): every coroutine returns its value 
 `SvcError` of kind `database` (bad SQL, constraint violation, a locked database, a row that
 does not fit the class), never raises for database problems. Choices made here:
 
-- Autocommit: each statement is its own transaction (`isolation_level=None`). With
-  `synchronous=FULL` and WAL journaling a `db_exec` that has returned is on disk and survives
-  kill -9.
+- Autocommit: each statement is its own transaction (`isolation_level=None`), except that on
+  a file the plain writes of one batch commit together (group_commit.py: one fsync for the
+  batch, a savepoint each, each answered after the COMMIT). With `synchronous=FULL` and WAL
+  journaling a `db_exec` that has returned is on disk and survives kill -9.
 - Foreign keys are enforced (`PRAGMA foreign_keys=ON`); a locked database is waited for up to
   `BUSY_TIMEOUT_SECONDS` before the statement fails.
 - Rows are mapped to classes by rows.py, shared with PostgreSQL.
@@ -48,7 +49,7 @@ from queue import SimpleQueue
 from svc.rules.contract import DB_QUEUE_SIZE
 from svc.runtime.observability import metrics
 from svc.runtime.http.context import request_deadline
-from svc.runtime.db import sqlite_tx
+from svc.runtime.db import group_commit, sqlite_tx
 from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
 from svc.runtime.db.regexp import sqlite_regexp, take_failure
 from svc.runtime.db.errors import several_statements, statement_failed
@@ -204,8 +205,13 @@ class SqliteDb(Db):
         return []
 
     def _serve(self, conn: sqlite3.Connection) -> None:
-        """The thread's loop: take every queued job, run them, deliver the batch at once."""
+        """The thread's loop: take every queued job, run them, deliver the batch at once.
+
+        On a file, the plain writes between two BEGINs of a batch commit together
+        (group_commit.py); in memory, where a commit costs no fsync, each job runs alone.
+        """
         queue = self._queue
+        grouped = self.path != ":memory:"
         stop = False
         while not stop:
             batch = queue.get()
@@ -213,15 +219,17 @@ class SqliteDb(Db):
                 batch += queue.get_nowait()
             self._taken += len(batch)
             results: list[tuple[asyncio.Future, object]] = []
+            jobs: list[tuple] = []  # the jobs since the last BEGIN
             for index, job in enumerate(batch):
                 if job is _STOP:
                     stop = True
-                    continue
-                future, op, sql, args, cls = job
-                if op is BEGIN:  # the transaction (in `cls`) has the thread until it ends
+                elif job[1] is BEGIN:  # the transaction (in `cls`) has the thread until it ends
+                    results += _run_jobs(conn, jobs, grouped)
+                    jobs = []
                     results = self._run_transaction(conn, job, results, len(batch) - index - 1)
-                    continue
-                results.append((future, _execute(conn, op, sql, args, cls)))
+                else:
+                    jobs.append(job)
+            results += _run_jobs(conn, jobs, grouped)
             _deliver_batch(self, results)
         _close_connection(conn)
         # Jobs that slipped in after the stop (a caller on another thread) must not hang.
@@ -458,6 +466,13 @@ def _reopened_thread_main(db: SqliteDb) -> None:
 
 
 # --- the queries ----------------------------------------------------------------------------
+
+def _run_jobs(conn: sqlite3.Connection, jobs: list[tuple], grouped: bool) -> list[tuple]:
+    """Run jobs (none a BEGIN): (future, result) pairs."""
+    if grouped and len(jobs) > 1:
+        return group_commit.run_jobs(conn, jobs, _execute)
+    return [(future, _execute(conn, op, sql, args, cls)) for future, op, sql, args, cls in jobs]
+
 
 def _rows_changed(conn: sqlite3.Connection, sql: str, args: tuple) -> int:
     """`db_exec`'s count: the rows the statement inserted, updated or deleted.
