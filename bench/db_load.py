@@ -9,8 +9,11 @@ over the rounds (medians reported), so a busy moment of the machine touches ever
     python bench/db_load.py mix         # 1 in 10 a tx of 3, the rest reads, vs the same plainly
     python bench/db_load.py writes      # on a file: one plain write, and two, vs reads
     python bench/db_load.py tx --db file --rounds 5 --seconds 3
+    python bench/db_load.py tx --trees /tmp/before/src src   # two source trees, alternated
 
-The server is started anew for each case of each round (each on a fresh database).
+The server is started anew for each case of each round (each on a fresh database). With
+`--trees`, each case runs on each tree in turn within every round (the server's PYTHONPATH),
+so that a busy moment of a shared machine touches both sides of a before/after comparison.
 """
 
 from __future__ import annotations
@@ -85,12 +88,14 @@ def wrk(port: int, case: str, seconds: float) -> int:
     return int(re.search(r"(\d+) requests in", done.stdout).group(1))
 
 
-def measure(case: str, db: str, seconds: float) -> tuple[float, float]:
+def measure(case: str, db: str, seconds: float, tree: str | None) -> tuple[float, float]:
     """(req/s, CPU µs per request) of one fresh server under one case."""
     port = free_port()
     with tempfile.TemporaryDirectory() as folder:
         path = ":memory:" if db == "memory" else os.path.join(folder, "load.db")
         env = dict(os.environ, SVC_PORT=str(port), SVC_DB=path, SVC_LOG="quiet")
+        if tree is not None:
+            env["PYTHONPATH"] = os.path.abspath(tree)
         process = subprocess.Popen(
             ["taskset", "-c", "0", sys.executable, "-c", "import sys; from svc.cli import main; sys.exit(main())", "run",
              str(PROGRAM)], env=env,
@@ -113,21 +118,29 @@ def main() -> None:
     parser.add_argument("--db", choices=["memory", "file"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=3)
+    parser.add_argument("--trees", nargs="+", metavar="SRC",
+                        help="source folders to compare (each the server's PYTHONPATH)")
     args = parser.parse_args()
     cases, db, ratios = SUITES[args.suite]
     db = args.db or db
-    runs: dict[str, list[tuple[float, float]]] = {case: [] for case in cases}
+    trees = args.trees or [None]
+    runs: dict[tuple, list[tuple[float, float]]] = {(t, c): [] for t in trees for c in cases}
     for round_ in range(args.rounds):
         order = cases if round_ % 2 == 0 else cases[::-1]
         for case in order:
-            runs[case].append(measure(case, db, args.seconds))
-    medians = {case: (statistics.median(r for r, _ in got), statistics.median(c for _, c in got))
-               for case, got in runs.items()}
-    for case, (rps, cpu) in medians.items():
-        every = ", ".join(f"{r:,.0f}" for r, _ in runs[case])
-        print(f"{case:11} {db:6} {rps:9,.0f} req/s  {cpu:7.1f} CPU µs/request  [{every}]")
-    for case, reference in ratios:
-        print(f"{case} / {reference}: {medians[case][0] / medians[reference][0]:.2f}x req/s")
+            for tree in trees if round_ % 2 == 0 else trees[::-1]:
+                runs[tree, case].append(measure(case, db, args.seconds, tree))
+    for tree in trees:
+        if tree is not None:
+            print(f"== {tree}")
+        medians = {case: (statistics.median(r for r, _ in runs[tree, case]),
+                          statistics.median(c for _, c in runs[tree, case])) for case in cases}
+        for case, (rps, cpu) in medians.items():
+            every = ", ".join(f"{r:,.0f}" for r, _ in runs[tree, case])
+            print(f"{case:11} {db:6} {rps:9,.0f} req/s  {cpu:7.1f} CPU µs/request  [{every}]")
+        for case, reference in ratios:
+            print(f"{case} / {reference}: {medians[case][0] / medians[reference][0]:.2f}x req/s, "
+                  f"{medians[reference][1] / medians[case][1]:.2f}x by CPU per request")
 
 
 if __name__ == "__main__":

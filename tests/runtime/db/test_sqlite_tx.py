@@ -78,6 +78,23 @@ def test_until_its_first_statement_a_transaction_does_not_hold_the_thread(tmp_pa
     assert run(main()) == (1, [5], True, [5])
 
 
+def test_jobs_reaching_the_thread_with_a_begin_do_not_wait_for_its_transaction(tmp_path):
+    """A transaction's BEGIN and a read of another caller hand over together: the read runs
+    first (their order is free), instead of waiting until the transaction commits."""
+    async def main():
+        db = await table(tmp_path, "beside.db")
+        await db_exec(db, "INSERT INTO t VALUES (1)")
+        tx = await db_begin(db)
+        inside = asyncio.ensure_future(db_exec(tx, "INSERT INTO t VALUES (2)"))  # + BEGIN
+        beside = asyncio.ensure_future(numbers(db))  # same loop pass: the same batch
+        read = await asyncio.wait_for(beside, 5)  # before the commit
+        written = await inside
+        committed = await db_commit(tx)
+        return read, written, committed, await numbers(db)
+
+    assert run(main()) == ([1], 1, None, [1, 2])
+
+
 def test_a_transaction_without_statements_commits_and_rolls_back_as_nothing(tmp_path):
     async def main():
         db = await table(tmp_path, "empty.db")

@@ -194,8 +194,8 @@ class SqliteDb(Db):
                          still_waiting: int) -> list:
         """Deliver what the batch has so far, then serve the transaction to its end.
 
-        The jobs after the BEGIN in this batch were counted as taken; while the transaction
-        runs they count as queued again, so the bound of 64 holds.
+        The batch's later BEGINs were counted as taken; while the transaction runs they
+        count as queued again, so the bound of 64 holds.
         """
         _deliver_batch(self, results)
         self._taken -= still_waiting
@@ -207,8 +207,11 @@ class SqliteDb(Db):
     def _serve(self, conn: sqlite3.Connection) -> None:
         """The thread's loop: take every queued job, run them, deliver the batch at once.
 
-        On a file, the plain writes between two BEGINs of a batch commit together
-        (group_commit.py); in memory, where a commit costs no fsync, each job runs alone.
+        The jobs of one batch come from concurrent callers, so their order is free: the
+        transactions (a BEGIN holds the thread until its transaction ends) run after the
+        others, which are not kept waiting behind them. On a file, the plain writes among
+        those others commit together (group_commit.py); in memory, where a commit costs no
+        fsync, each job runs alone.
         """
         queue = self._queue
         grouped = self.path != ":memory:"
@@ -218,18 +221,16 @@ class SqliteDb(Db):
             for _ in range(queue.qsize()):
                 batch += queue.get_nowait()
             self._taken += len(batch)
-            results: list[tuple[asyncio.Future, object]] = []
-            jobs: list[tuple] = []  # the jobs since the last BEGIN
-            for index, job in enumerate(batch):
+            jobs: list[tuple] = []
+            begins: list[tuple] = []
+            for job in batch:
                 if job is _STOP:
                     stop = True
-                elif job[1] is BEGIN:  # the transaction (in `cls`) has the thread until it ends
-                    results += _run_jobs(conn, jobs, grouped)
-                    jobs = []
-                    results = self._run_transaction(conn, job, results, len(batch) - index - 1)
                 else:
-                    jobs.append(job)
-            results += _run_jobs(conn, jobs, grouped)
+                    (begins if job[1] is BEGIN else jobs).append(job)
+            results = _run_jobs(conn, jobs, grouped)
+            for index, begin in enumerate(begins):  # the transaction rides in `cls`
+                results = self._run_transaction(conn, begin, results, len(begins) - index - 1)
             _deliver_batch(self, results)
         _close_connection(conn)
         # Jobs that slipped in after the stop (a caller on another thread) must not hang.
