@@ -78,6 +78,23 @@ def test_until_its_first_statement_a_transaction_does_not_hold_the_thread(tmp_pa
     assert run(main()) == (1, [5], True, [5])
 
 
+def test_jobs_reaching_the_thread_with_a_begin_do_not_wait_for_its_transaction(tmp_path):
+    """A transaction's BEGIN and a read of another caller hand over together: the read runs
+    first (their order is free), instead of waiting until the transaction commits."""
+    async def main():
+        db = await table(tmp_path, "beside.db")
+        await db_exec(db, "INSERT INTO t VALUES (1)")
+        tx = await db_begin(db)
+        inside = asyncio.ensure_future(db_exec(tx, "INSERT INTO t VALUES (2)"))  # + BEGIN
+        beside = asyncio.ensure_future(numbers(db))  # same loop pass: the same batch
+        read = await asyncio.wait_for(beside, 5)  # before the commit
+        written = await inside
+        committed = await db_commit(tx)
+        return read, written, committed, await numbers(db)
+
+    assert run(main()) == ([1], 1, None, [1, 2])
+
+
 def test_a_transaction_without_statements_commits_and_rolls_back_as_nothing(tmp_path):
     async def main():
         db = await table(tmp_path, "empty.db")
@@ -199,6 +216,59 @@ def test_an_inline_transaction_past_the_processing_limit_is_rolled_back(tmp_path
         "database", "this transaction is finished: it was rolled back because its request "
         "passed the processing limit")
     assert rows == []
+
+
+def test_statements_and_transactions_do_not_ask_for_the_running_loop(tmp_path, monkeypatch):
+    """In Python 3.11 `get_running_loop()` (and `current_task()` without a loop) makes a
+    getpid system call: a Db keeps its loop, so no statement asks (once per loop is enough).
+    A deadline is set, as in a request, so the rollback timer of db_begin is armed too."""
+    asked = []
+    real_loop, real_task = asyncio.get_running_loop, asyncio.current_task
+
+    def counting_loop():
+        asked.append("get_running_loop")
+        return real_loop()
+
+    def counting_task(loop=None):
+        if loop is None:
+            asked.append("current_task")
+        return real_task(loop)
+
+    async def main():
+        db = await table(tmp_path, "asked.db")
+        await db_exec(db, "INSERT INTO t VALUES (0)")
+        token = set_request_deadline(asyncio.get_running_loop().time() + 60)
+        monkeypatch.setattr(asyncio, "get_running_loop", counting_loop)
+        monkeypatch.setattr(asyncio, "current_task", counting_task)
+        try:
+            for n in range(1, 20, 2):
+                await db_exec(db, "INSERT INTO t VALUES (?1)", n)
+                tx = await db_begin(db, "asked.svc:1", [])
+                await db_exec(tx, "INSERT INTO t VALUES (?1)", n + 1)
+                await db_commit(tx)
+        finally:
+            monkeypatch.undo()
+            reset_request_deadline(token)
+        return await numbers(db)
+
+    assert run(main()) == list(range(21))
+    assert asked == []
+
+
+def test_a_db_used_on_one_loop_after_another_follows_the_loop(tmp_path):
+    """Tests (and a forked worker) use a Db on a new loop: the first job there finds it."""
+    try:
+        db = asyncio.run(table(tmp_path, "loops.db"))
+        for n in range(3):
+            async def insert_and_read(n=n):
+                tx = await db_begin(db)
+                await db_exec(tx, "INSERT INTO t VALUES (?1)", n)
+                await db_commit(tx)
+                return await numbers(db)
+
+            assert asyncio.run(insert_and_read()) == list(range(n + 1))
+    finally:
+        sqlite_db.close_all()
 
 
 WRITER = """

@@ -3,6 +3,7 @@
     base.py          what every database handle offers (`Db`, `Tx`), whichever is behind it
     sqlite.py        the embedded SQLite database: one thread per `Db`, a bounded job queue
     sqlite_tx.py     transactions on SQLite: the transaction holds the database thread
+    group_commit.py  the plain writes of one batch on an SQLite file share one fsync
     postgres.py      PostgreSQL through asyncpg: a `Db` backed by a pool, on the event loop
     pg_pool.py       that pool: asyncpg connections handed out one caller at a time
     pg_deadline.py   giving up on a PostgreSQL statement just before its request's limit

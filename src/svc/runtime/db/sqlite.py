@@ -19,9 +19,10 @@ Contract (docs/internals.md, "Database API"): every coroutine returns its value 
 `SvcError` of kind `database` (bad SQL, constraint violation, a locked database, a row that
 does not fit the class), never raises for database problems. Choices made here:
 
-- Autocommit: each statement is its own transaction (`isolation_level=None`). With
-  `synchronous=FULL` and WAL journaling a `db_exec` that has returned is on disk and survives
-  kill -9.
+- Autocommit: each statement is its own transaction (`isolation_level=None`), except that on
+  a file the plain writes of one batch commit together (group_commit.py: one fsync for the
+  batch, a savepoint each, each answered after the COMMIT). With `synchronous=FULL` and WAL
+  journaling a `db_exec` that has returned is on disk and survives kill -9.
 - Foreign keys are enforced (`PRAGMA foreign_keys=ON`); a locked database is waited for up to
   `BUSY_TIMEOUT_SECONDS` before the statement fails.
 - Rows are mapped to classes by rows.py, shared with PostgreSQL.
@@ -48,7 +49,7 @@ from queue import SimpleQueue
 from svc.rules.contract import DB_QUEUE_SIZE
 from svc.runtime.observability import metrics
 from svc.runtime.http.context import request_deadline
-from svc.runtime.db import sqlite_tx
+from svc.runtime.db import group_commit, sqlite_tx
 from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
 from svc.runtime.db.regexp import sqlite_regexp, take_failure
 from svc.runtime.db.errors import several_statements, statement_failed
@@ -71,7 +72,7 @@ class SqliteDb(Db):
     """A database handle: the path, the job queue and the thread that owns the connection."""
 
     __slots__ = ("path", "_queue", "_outbox", "_submitted", "_taken", "_thread", "_closing",
-                 "_overflow")
+                 "_overflow", "_loop")
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
@@ -91,6 +92,10 @@ class SqliteDb(Db):
         # None) and the loop time it began to wait. Only the event loop touches it.
         self._overflow: deque[tuple[tuple, asyncio.TimerHandle | None, float]] = deque()
         self._thread: threading.Thread | None = None  # started by db_open
+        # The loop of the last accepted job: the loop of the next one while it runs (a Db is
+        # used from one loop at a time), so that a job costs no `get_running_loop()`, which
+        # makes a getpid system call in Python 3.11.
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"Db({self.path!r})"
@@ -106,9 +111,17 @@ class SqliteDb(Db):
 
     # --- event-loop side ---------------------------------------------------------------
 
+    def _current_loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop: the last one used while it still runs, else asked for (once
+        per loop: tests run several loops one after another, a forked worker its own)."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = asyncio.get_running_loop()
+        return loop
+
     def _submit(self, op: str, sql: str, args: tuple, cls: type | None) -> asyncio.Future:
         """Queue one job; returns the future of its result. Runs on the event loop."""
-        loop = asyncio.get_running_loop()
+        loop = self._current_loop()
         future = loop.create_future()
         job = (future, op, sql, args, cls)
         if self._closing:
@@ -133,13 +146,13 @@ class SqliteDb(Db):
     def _accept(self, loop: asyncio.AbstractEventLoop, job: tuple) -> None:
         """Count the job as queued; it reaches the thread at the end of this loop iteration."""
         self._submitted += 1
+        if loop is not self._loop:  # the first job, or the first on another loop
+            self._hand_over()  # jobs left by a loop that stopped before handing them over
+            self._loop = loop
         outbox = self._outbox
         if not outbox:
             loop.call_soon(self._hand_over)
-        elif outbox[0][0].get_loop() is not loop:  # left by a loop that stopped first
-            self._hand_over()
-            loop.call_soon(self._hand_over)
-        self._outbox.append(job)
+        outbox.append(job)
 
     def _hand_over(self) -> None:
         if self._outbox:
@@ -181,8 +194,8 @@ class SqliteDb(Db):
                          still_waiting: int) -> list:
         """Deliver what the batch has so far, then serve the transaction to its end.
 
-        The jobs after the BEGIN in this batch were counted as taken; while the transaction
-        runs they count as queued again, so the bound of 64 holds.
+        The batch's later BEGINs were counted as taken; while the transaction runs they
+        count as queued again, so the bound of 64 holds.
         """
         _deliver_batch(self, results)
         self._taken -= still_waiting
@@ -192,24 +205,32 @@ class SqliteDb(Db):
         return []
 
     def _serve(self, conn: sqlite3.Connection) -> None:
-        """The thread's loop: take every queued job, run them, deliver the batch at once."""
+        """The thread's loop: take every queued job, run them, deliver the batch at once.
+
+        The jobs of one batch come from concurrent callers, so their order is free: the
+        transactions (a BEGIN holds the thread until its transaction ends) run after the
+        others, which are not kept waiting behind them. On a file, the plain writes among
+        those others commit together (group_commit.py); in memory, where a commit costs no
+        fsync, each job runs alone.
+        """
         queue = self._queue
+        grouped = self.path != ":memory:"
         stop = False
         while not stop:
             batch = queue.get()
             for _ in range(queue.qsize()):
                 batch += queue.get_nowait()
             self._taken += len(batch)
-            results: list[tuple[asyncio.Future, object]] = []
-            for index, job in enumerate(batch):
+            jobs: list[tuple] = []
+            begins: list[tuple] = []
+            for job in batch:
                 if job is _STOP:
                     stop = True
-                    continue
-                future, op, sql, args, cls = job
-                if op is BEGIN:  # the transaction (in `cls`) has the thread until it ends
-                    results = self._run_transaction(conn, job, results, len(batch) - index - 1)
-                    continue
-                results.append((future, _execute(conn, op, sql, args, cls)))
+                else:
+                    (begins if job[1] is BEGIN else jobs).append(job)
+            results = _run_jobs(conn, jobs, grouped)
+            for index, begin in enumerate(begins):  # the transaction rides in `cls`
+                results = self._run_transaction(conn, begin, results, len(begins) - index - 1)
             _deliver_batch(self, results)
         _close_connection(conn)
         # Jobs that slipped in after the stop (a caller on another thread) must not hang.
@@ -425,6 +446,7 @@ def reopen_after_fork() -> None:
         db._submitted = db._taken = 0
         db._closing = False
         db._overflow = deque()
+        db._loop = None  # the parent's loop does not run here, even if it did at the fork
         db._thread = threading.Thread(target=contextvars.copy_context().run,
                                       args=(_reopened_thread_main, db),
                                       name=f"svc-db {db.path}", daemon=True)
@@ -445,6 +467,13 @@ def _reopened_thread_main(db: SqliteDb) -> None:
 
 
 # --- the queries ----------------------------------------------------------------------------
+
+def _run_jobs(conn: sqlite3.Connection, jobs: list[tuple], grouped: bool) -> list[tuple]:
+    """Run jobs (none a BEGIN): (future, result) pairs."""
+    if grouped and len(jobs) > 1:
+        return group_commit.run_jobs(conn, jobs, _execute)
+    return [(future, _execute(conn, op, sql, args, cls)) for future, op, sql, args, cls in jobs]
+
 
 def _rows_changed(conn: sqlite3.Connection, sql: str, args: tuple) -> int:
     """`db_exec`'s count: the rows the statement inserted, updated or deleted.

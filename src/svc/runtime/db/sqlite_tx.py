@@ -38,15 +38,15 @@ class SqliteTx(Tx):
     """A transaction on an SQLite `Db`: its jobs go straight to the waiting database thread.
 
     `unbegun`: made by `db_begin`, its BEGIN not yet sent (it goes with the first job).
-    `loop`: the loop of its owner, which alone uses it (a Tx cannot be stored), asked for
-    once: Python 3.11's `get_running_loop` makes a getpid system call each time.
+    `loop`: the loop of its owner, which alone uses it (a Tx cannot be stored), the Db's
+    (Python 3.11's `get_running_loop` makes a getpid system call each time).
     """
 
     __slots__ = ("jobs", "unbegun", "loop")
 
     def __init__(self, db, unbegun: bool = False) -> None:
         super().__init__(db)
-        self.loop = asyncio.get_running_loop()
+        self.loop = db._current_loop()
         self.jobs: SimpleQueue = SimpleQueue()
         self.unbegun = unbegun
 

@@ -59,13 +59,14 @@ async def db_begin(db: Db, site: str = "", scope: list[Tx] | None = None) -> Tx 
     else:
         tx = await db._begin()
     if isinstance(tx, Tx):
+        loop = _running_loop(db)
         if scope is None:
-            _watch_owner(tx)
+            _watch_owner(tx, loop)
         else:
-            _hold(tx, site, scope)
+            _hold(tx, site, scope, loop)
         deadline = request_deadline()
         if deadline is not None:
-            asyncio.get_running_loop().call_at(deadline, _roll_back_forgotten, tx, _TIMED_OUT)
+            loop.call_at(deadline, _roll_back_forgotten, tx, _TIMED_OUT)
     return tx
 
 
@@ -99,7 +100,7 @@ def refuse_if_held(db: Db | Tx) -> SvcError | None:
     """The error for a statement (or db_begin, db_migrate) on `db` while the current task
     holds an open transaction on it; None when it holds none (and always for a Tx)."""
     holders = db._holders
-    tx = holders.get(asyncio.current_task()) if holders else None
+    tx = holders.get(asyncio.current_task(_running_loop(db))) if holders else None
     if tx is None:
         return None
     if tx.state is not OPEN:  # committed or rolled back; its function has not returned yet
@@ -110,13 +111,23 @@ def refuse_if_held(db: Db | Tx) -> SvcError | None:
                                 "(db_commit, db_rollback) before using the Db")
 
 
-def _hold(tx: Tx, site: str, scope: list[Tx]) -> None:
+def _running_loop(db: Db | Tx) -> asyncio.AbstractEventLoop:
+    """The running loop, known to an SQLite `Db` without asking (`get_running_loop` costs a
+    getpid system call in Python 3.11; `current_task(loop)` does not ask)."""
+    if db.__class__ is SqliteTx:
+        return db.loop  # type: ignore[union-attr]
+    if db.__class__ is SqliteDb:
+        return db._current_loop()  # type: ignore[union-attr]
+    return asyncio.get_running_loop()
+
+
+def _hold(tx: Tx, site: str, scope: list[Tx], loop: asyncio.AbstractEventLoop) -> None:
     """Record `tx` in its function's scope and as held by the current task on its Db."""
     tx.site = site
     if len(scope) >= _SCOPE_PRUNE_AT:
         _prune(scope)
     scope.append(tx)
-    owner = asyncio.current_task()
+    owner = asyncio.current_task(loop)
     if owner is not None:
         tx.owner = owner
         tx.db._holders[owner] = tx
@@ -153,8 +164,8 @@ def _roll_back_forgotten(tx: Tx, why: str) -> None:
     serverlog.report(message, outside=f"svc: {message}")
 
 
-def _watch_owner(tx: Tx) -> None:
+def _watch_owner(tx: Tx, loop: asyncio.AbstractEventLoop) -> None:
     """A transaction without a scope: rolled back when its owner task ends."""
-    owner = asyncio.current_task()
+    owner = asyncio.current_task(loop)
     if owner is not None:
         owner.add_done_callback(lambda _task: _roll_back_forgotten(tx, _ENDED))
