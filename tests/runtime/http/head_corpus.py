@@ -72,8 +72,8 @@ VALUES = [b"*/*", b"bench", b"gzip, deflate", b"max-age=0", b"a b\tc", b"\"quote
 HOSTS = [b"h", b"example.com", b"127.0.0.1:8080", b"[::1]:8080", b"", b"a.example:", b"my_host:1",
          b"xn--bcher-kva.example", b"h  "]
 BAD_HOSTS = [b"a b", b"a/b", b"a:80x", b"a@b", b"[::1", b"h\x80"]
-CONNECTIONS = [b"close", b"CLOSE", b"upgrade", b"close, foo", b"keep-alive ", b"Upgrade, keep-alive",
-               b"te", b"keep-alive, close"]
+CONNECTIONS = [b"close", b"CLOSE", b"upgrade", b"close, foo", b"keep-alive ",
+               b"Upgrade, keep-alive", b"te", b"keep-alive, close"]
 REQUEST_IDS = [b"abc-123", b"a" * 128, b"a" * 129, b"has space", b"q\"uote", b"", b"back\\slash"]
 SEPARATORS = [b": ", b": ", b": ", b":", b":  ", b":\t", b": \t"]
 CONTENT_TYPES = [b"application/json", b"text/plain; charset=utf-8",
@@ -120,7 +120,8 @@ class Corpus:
     def _target(self) -> bytes:
         rng = self.rng
         if rng.random() < 0.6:
-            path = rng.choice([b"/", b"/health", b"/small", b"/users/7", b"/echo", b"/files", b"/big"])
+            path = rng.choice([b"/", b"/health", b"/small", b"/users/7", b"/echo", b"/files",
+                               b"/big"])
         else:
             path = b"/" + bytes(rng.choices(TARGET_CHARS, k=rng.randint(0, 24)))
         if rng.random() < 0.3:
@@ -153,7 +154,8 @@ class Corpus:
             lines.append(self._line(b"X-Request-Id", pick(REQUEST_IDS)))
         body = b""
         if method in (b"POST", b"PUT", b"PATCH") and random() < 0.7 or random() < 0.03:
-            size = pick([0, 2, 5, 16, 40, 64, 200]) if random() < 0.97 else self.rng.randint(1000, 9000)
+            size = pick([0, 2, 5, 16, 40, 64, 200]) if random() < 0.97 \
+                else self.rng.randint(1000, 9000)
             body = self.rng.randbytes(size) if random() < 0.2 else b"{}" * (size // 2)
             if random() < 0.6:
                 lines.append(self._line(b"Content-Type", pick(CONTENT_TYPES)))
@@ -182,8 +184,9 @@ class Corpus:
         elif kind == 5:
             lines.append(self._line(b"Connection", pick(CONNECTIONS)))
         elif kind == 6:
-            lines.append(pick([b"Proxy-Connection: close", b"Upgrade: websocket", b"Expect: 100-continue",
-                               b"Expect: 100-Continue ", b"Expect: no", b"Transfer-Encoding: gzip"]))
+            lines.append(pick([b"Proxy-Connection: close", b"Upgrade: websocket",
+                               b"Expect: 100-continue", b"Expect: 100-Continue ", b"Expect: no",
+                               b"Transfer-Encoding: gzip"]))
         elif kind in (7, 8):
             parts.chunked = True
         elif kind in (9, 10):  # a Content-Length of another shape, or two
@@ -266,7 +269,8 @@ class Parts:
             body = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
         elif body or self.length is not None or corpus.random() < 0.1:
             length = str(len(body)).encode() if self.length is None else self.length
-            lines.insert(int(corpus.random() * (len(lines) + 1)), corpus._line(b"Content-Length", length))
+            at = int(corpus.random() * (len(lines) + 1))
+            lines.insert(at, corpus._line(b"Content-Length", length))
         if lines and corpus.random() < 0.5:  # Host not always first
             lines.insert(int(corpus.random() * len(lines)), lines.pop())
         line = self.method + b" " + self.target + b" " + self.version

@@ -89,8 +89,8 @@ def test_a_generated_corpus_of_requests_gives_the_same_events():
         try:
             conn = compare(stream.pieces, hook)
         except AssertionError:
-            pytest.fail(f"stream {index} of head_corpus.streams({SEED}, {CORPUS_REQUESTS}) differs: "
-                        f"{b''.join(stream.pieces)!r}")
+            pytest.fail(f"stream {index} of head_corpus.streams({SEED}, {CORPUS_REQUESTS}) "
+                        f"differs: {b''.join(stream.pieces)!r}")
         kind = "mutated" if stream.mutated else "odd" if stream.odd else "ordinary"
         counts[kind] += stream.requests
         counts[f"{kind}, fast"] += conn.fast_taken

@@ -40,14 +40,17 @@ def test_ordinary_requests_are_taken_by_the_fast_path(stream):
 
 def test_a_request_taken_fast_is_the_request_httptools_makes():
     [request] = HttpConnection(fast=True).feed(ECHO)
-    assert (request.method, request.path, request.query, request.target) == ("POST", "/echo", b"", b"/echo")
-    assert request.headers == [(b"Host", b"127.0.0.1:8080"), (b"User-Agent", b"bench"), (b"Accept", b"*/*"),
-                               (b"Content-Type", b"application/json"), (b"Content-Length", b"11"),
-                               (b"X-Request-Id", b"abc-1")]
-    assert (request.body, request.content_type, request.rid) == (b'{"id":1234}', b"application/json", "abc-1")
+    assert (request.method, request.path, request.query, request.target) == \
+        ("POST", "/echo", b"", b"/echo")
+    assert request.headers == [
+        (b"Host", b"127.0.0.1:8080"), (b"User-Agent", b"bench"), (b"Accept", b"*/*"),
+        (b"Content-Type", b"application/json"), (b"Content-Length", b"11"), (b"X-Request-Id", b"abc-1")]
+    assert (request.body, request.content_type, request.rid) == \
+        (b'{"id":1234}', b"application/json", "abc-1")
     assert request.keep_alive and not request.upgrade and request.form is None
     [request] = HttpConnection(fast=True).feed(SMALL)
-    assert (request.path, request.query, request.target, request.body) == ("/small", b"x=1", b"/small?x=1", b"")
+    assert (request.path, request.query, request.target, request.body) == \
+        ("/small", b"x=1", b"/small?x=1", b"")
 
 
 @pytest.mark.parametrize("stream", [
@@ -103,7 +106,8 @@ def test_the_reader_remembers_a_valid_host_and_checks_a_new_one():
 
 def test_a_continue_is_never_made_by_the_fast_path():
     conn = HttpConnection(fast=True)
-    [ask] = conn.feed(b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
+    [ask] = conn.feed(b"POST /p HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n"
+                      b"Expect: 100-continue\r\n\r\n")
     assert ask.__class__ is Continue and not conn.fast
 
 

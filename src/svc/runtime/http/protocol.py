@@ -117,12 +117,12 @@ class HttpConnection:
 
     __slots__ = ("fast", "fast_taken", "_reader", "_replay", "_parser", "_events", "_url",
                  "_headers", "_fed", "_head_bytes", "_keep_alive", "_message_ended", "_body",
-                 "received", "_special", "_continue_at", "_content_type", "_content_length", "_request_id", "_has_host",
-                 "_valid_host", "_limit", "_receiver", "body_hook", "paced",
+                 "received", "_special", "_continue_at", "_content_type", "_content_length",
+                 "_request_id", "_has_host", "_valid_host", "_limit", "_receiver", "body_hook", "paced",
                  "in_body", "upgraded", "closed", "_upgrade_buffer")
 
     def __init__(self, fast: bool = FAST_PATH) -> None:
-        #: On the fast path: every byte fed so far was taken by head.py.
+        #: On the fast path: head.py took every request so far (the next bytes go to it first).
         self.fast = fast
         #: How many requests the fast path took (what tests and benchmarks read).
         self.fast_taken = 0
