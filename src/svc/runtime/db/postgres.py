@@ -39,17 +39,29 @@ from svc.runtime.db.rows import RowMapper, RowMismatch, mapper
 from svc.runtime.observability.metrics import database_label
 from svc.runtime.lib.support import SvcError
 
-try:
-    import asyncpg
-    # A statement prepared before its table changed: refused by the server before it ran
-    # (so asyncpg prepares it again and retries once, outside a transaction), or run with
-    # results whose types asyncpg no longer knows (reported, as asyncpg does).
-    _REFUSED_BEFORE_RUNNING: type | None = asyncpg.InvalidCachedStatementError
-    _CHANGED: tuple = (asyncpg.InvalidCachedStatementError, asyncpg.OutdatedSchemaCacheError)
-except ImportError:  # pragma: no cover - asyncpg is a dependency; a broken install says so
-    asyncpg = None
-    _REFUSED_BEFORE_RUNNING = None
-    _CHANGED = ()
+#: asyncpg, imported by the first `open_url` (`_import_driver`): a program that never opens a
+#: PostgreSQL database does not pay for its import at every start (35-90 ms measured, the
+#: largest of `svcc run`'s imports; the test suite starts hundreds of servers).
+asyncpg: Any = None
+# A statement prepared before its table changed: refused by the server before it ran (so
+# asyncpg prepares it again and retries once, outside a transaction), or run with results
+# whose types asyncpg no longer knows (reported, as asyncpg does). Set with `asyncpg`.
+_REFUSED_BEFORE_RUNNING: type | None = None
+_CHANGED: tuple = ()
+
+
+def _import_driver() -> bool:
+    """Import asyncpg once; False when it is missing (a broken install: the open says so)."""
+    global asyncpg, _REFUSED_BEFORE_RUNNING, _CHANGED
+    if asyncpg is None:
+        try:
+            import asyncpg as driver
+        except ImportError:  # pragma: no cover - asyncpg is a dependency
+            return False
+        _REFUSED_BEFORE_RUNNING = driver.InvalidCachedStatementError
+        _CHANGED = (driver.InvalidCachedStatementError, driver.OutdatedSchemaCacheError)
+        asyncpg = driver
+    return True
 
 #: Seconds a connection attempt may take before the server counts as unreachable.
 CONNECT_TIMEOUT_SECONDS = 2.0
@@ -381,7 +393,7 @@ async def open_url(url: str) -> Db | SvcError:
     found = _pools.get(url)
     if found is not None:
         return found
-    if asyncpg is None:
+    if not _import_driver():
         return SvcError("database", "cannot open a PostgreSQL database: asyncpg is missing")
     pool = await _new_pool(url)
     if isinstance(pool, SvcError):
