@@ -39,8 +39,8 @@ CASES = {
     "reads": ("/", "users.lua"),
     "tx2": ("/birthday", "users_post.lua"),
     "plain2": ("/birthday/plain", "users_post.lua"),
-    "mix_tx3": ("/trio", "db_mix.lua"),
-    "mix_plain3": ("/trio/plain", "db_mix.lua"),
+    "mix_tx3": ("/trio", "users_mixed.lua"),
+    "mix_plain3": ("/trio/plain", "users_mixed.lua"),
     "write1": ("/touch", "users_post.lua"),
 }
 #: suite → (cases, default database, ratios printed as (case, its reference))
