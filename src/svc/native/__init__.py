@@ -32,7 +32,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The modules that are compiled: the request path, from the parser to the rendered answer.
+#: The modules that are compiled: the request path, from the parser to the rendered answer,
+#: and the SQLite database thread's side of each statement.
 MODULES = (
     "svc.runtime.http.head",
     "svc.runtime.http.protocol",
@@ -45,6 +46,8 @@ MODULES = (
     "svc.runtime.http.connection",
     "svc.runtime.http.eager",
     "svc.runtime.observability.accesslog",
+    "svc.runtime.db.sqlite_thread",
+    "svc.runtime.db.group_commit",
 )
 
 HERE = Path(__file__).resolve().parent

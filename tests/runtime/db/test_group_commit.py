@@ -12,10 +12,16 @@ import signal
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from svc.runtime.db import close_all, db_exec, db_one, db_open
 from svc.runtime.db import sqlite as sqlite_db
+from svc.runtime.db.group_commit import joins_group
 from svc.runtime.lib.support import SvcError
 from tests.helpers import svc_process
+
+# Its subject is compiled (svc.native): `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 ACKED = Path(__file__).with_name("programs") / "acked_writes.svc"
 
@@ -39,6 +45,18 @@ def wal_frames(path: Path) -> int:
     wal = Path(f"{path}-wal")
     size = wal.stat().st_size if wal.exists() else 0
     return max(0, size - 32) // (24 + 4096)
+
+
+def test_plain_writes_join_a_group_and_nothing_else_does():
+    """By the first word: what cannot run in a transaction (VACUUM), what reads, and what is
+    not recognised without parsing (`WITH ... INSERT`) runs alone, as it always did."""
+    joining = ["INSERT INTO t VALUES (1)", "  update t SET v = 1", "DELETE FROM t",
+               "REPLACE INTO t VALUES (1)", "\nInsert or ignore into t values (2)"]
+    alone = ["SELECT 1", "VACUUM", "CREATE TABLE u (n)", "PRAGMA user_version = 3",
+             "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", "-- note\nINSERT INTO t VALUES (1)",
+             "BEGIN", "COMMIT", "DROP TABLE t", "ANALYZE"]
+    assert [joins_group(sql) for sql in joining] == [True] * len(joining)
+    assert [joins_group(sql) for sql in alone] == [False] * len(alone)
 
 
 def test_writes_of_one_batch_commit_together(tmp_path):

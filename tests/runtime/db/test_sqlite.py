@@ -27,6 +27,9 @@ try:
 except ImportError:  # pragma: no cover - Windows
     uvloop = None
 
+# Its subject is compiled (svc.native): `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
+
 HELPERS = Path(__file__).parents[2] / "helpers"
 
 
@@ -372,6 +375,29 @@ def test_fields_listed_in_another_order_than_the_struct_are_filled_by_name(tmp_p
         return await db_all(Odd, db, sql)
 
     assert run(main()) == [Odd(lambda_=7, flag=True), Odd(lambda_=None, flag=False)]
+
+
+class Pair(msgspec.Struct):
+    a: int
+    b: int
+    __svc_fields__: ClassVar = (("a", "i64", False), ("b", "i64", False))
+
+
+def test_a_query_whose_columns_change_maps_by_its_new_columns(tmp_path):
+    """The row mapper kept for a query is checked against each result's column names: after
+    another connection changes the schema, the same `SELECT *` maps by its new columns."""
+    async def main():
+        db = await fresh(tmp_path)
+        await db_exec(db, "CREATE TABLE t (a INTEGER, b INTEGER)")
+        await db_exec(db, "INSERT INTO t VALUES (1, 2)")
+        before = await db_one(Pair, db, "SELECT * FROM t")
+        other = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+        other.execute("ALTER TABLE t RENAME COLUMN b TO c")
+        other.execute("ALTER TABLE t ADD COLUMN b INTEGER NOT NULL DEFAULT 7")
+        other.close()
+        return before, await db_one(Pair, db, "SELECT * FROM t")
+
+    assert run(main()) == (Pair(a=1, b=2), Pair(a=1, b=7))
 
 
 def test_null_into_optional_field_is_none(tmp_path):

@@ -21,6 +21,7 @@ from svc.runtime.http import eager
 from svc.runtime.http.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import db_all, db_begin, db_commit, db_exec, db_open, db_rollback
 from svc.runtime.db import sqlite as sqlite_db
+from svc.runtime.db.sqlite_tx import SqliteTx
 from svc.runtime.lib.support import SvcError
 from tests.runtime.db.test_transactions import Row, run  # the one-column row, a fresh loop
 
@@ -38,27 +39,41 @@ async def numbers(db) -> list[int]:
     return [row.n for row in await db_all(Row, db, "SELECT n FROM t ORDER BY n")]
 
 
-def test_begin_then_two_statements_then_commit_takes_three_hand_offs(tmp_path, monkeypatch):
-    """BEGIN and the first statement are answered together: 3 deliveries, not 4."""
-    delivered = []
-    real = sqlite_db._deliver_batch
+class HandOffLoop(asyncio.SelectorEventLoop):
+    """A real event loop that records the size of each batch of results the database thread
+    hands it (`db._settle_batch(results)`, called from the thread). Counted at the loop, not
+    by patching sqlite_thread.py, whose compiled functions call one another directly."""
 
-    def counting(db, results):
-        if results:
-            delivered.append(len(results))
-        real(db, results)
+    def __init__(self) -> None:
+        super().__init__()
+        self.delivered: list[int] = []
+
+    def call_soon_threadsafe(self, callback, *args, **kwargs):
+        if getattr(callback, "__name__", "") == "_settle_batch":
+            self.delivered.append(len(args[0]))
+        return super().call_soon_threadsafe(callback, *args, **kwargs)
+
+
+def test_begin_then_two_statements_then_commit_takes_three_hand_offs(tmp_path):
+    """BEGIN and the first statement are answered together: 3 deliveries, not 4."""
+    loop = HandOffLoop()
 
     async def main():
         db = await table(tmp_path, "three.db")
-        monkeypatch.setattr(sqlite_db, "_deliver_batch", counting)
+        loop.delivered.clear()
         tx = await db_begin(db)
         first = await db_exec(tx, "INSERT INTO t VALUES (1)")
         second = await db_exec(tx, "INSERT INTO t VALUES (2)")
         committed = await db_commit(tx)
-        monkeypatch.setattr(sqlite_db, "_deliver_batch", real)
-        return first, second, committed, await numbers(db)
+        delivered = list(loop.delivered)
+        return first, second, committed, await numbers(db), delivered
 
-    assert run(main()) == (1, 1, None, [1, 2])
+    try:
+        first, second, committed, rows, delivered = loop.run_until_complete(main())
+    finally:
+        sqlite_db.close_all()
+        loop.close()
+    assert (first, second, committed, rows) == (1, 1, None, [1, 2])
     assert delivered == [2, 1, 1]
 
 
@@ -66,6 +81,7 @@ def test_until_its_first_statement_a_transaction_does_not_hold_the_thread(tmp_pa
     async def main():
         db = await table(tmp_path, "free.db")
         tx = await db_begin(db)
+        assert isinstance(tx, SqliteTx) and tx.unbegun  # no BEGIN sent yet
         outside = await db_exec(db, "INSERT INTO t VALUES (5)")  # not held: no deadlock
         inside = await numbers(tx)  # the transaction starts here and sees the row
         await db_exec(tx, "INSERT INTO t VALUES (6)")

@@ -9,15 +9,20 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from svc.rules.contract import DB_QUEUE_SIZE
 from svc.runtime.http.context import reset_request_deadline, set_request_deadline
 from svc.runtime.db import (
     close_all, db_all, db_begin, db_commit, db_exec, db_migrate, db_open, db_rollback,
 )
-from svc.runtime.db.sqlite import split_statements
+from svc.runtime.db.sqlite_thread import split_statements
 from svc.runtime.lib.support import SvcError
 from tests.helpers.migrator import MIGRATION_STEPS
 from tests.helpers.svc_process import REPO
+
+# Its subject is compiled (svc.native): `make test` runs it again on the pure-Python modules.
+pytestmark = pytest.mark.compiled_path
 
 
 class Row:

@@ -2,6 +2,7 @@
 
     base.py          what every database handle offers (`Db`, `Tx`), whichever is behind it
     sqlite.py        the embedded SQLite database: one thread per `Db`, a bounded job queue
+    sqlite_thread.py the database thread's side: batches of jobs run, results handed back
     sqlite_tx.py     transactions on SQLite: the transaction holds the database thread
     group_commit.py  the plain writes of one batch on an SQLite file share one fsync
     postgres.py      PostgreSQL through asyncpg: a `Db` backed by a pool, on the event loop

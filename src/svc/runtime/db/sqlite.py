@@ -13,7 +13,8 @@ handed to the thread together at its end (one thread wake-up), and the thread ta
 queued job at once, runs them, and wakes the loop ONCE with all the results. On
 `GET /users/{id}` handing jobs over one by one cost about 2.5 context switches per request;
 batched, about 0.3. A job the thread has taken runs to completion even if its caller was
-cancelled: the result is simply dropped.
+cancelled: the result is simply dropped. This module is the loop's side and the handle; the
+thread's side is sqlite_thread.py.
 
 Contract (docs/internals.md, "Database API"): every coroutine returns its value or an
 `SvcError` of kind `database` (bad SQL, constraint violation, a locked database, a row that
@@ -49,12 +50,12 @@ from queue import SimpleQueue
 from svc.rules.contract import DB_QUEUE_SIZE
 from svc.runtime.observability import metrics
 from svc.runtime.http.context import request_deadline
-from svc.runtime.db import group_commit, sqlite_tx
-from svc.runtime.db.base import ALL, BEGIN, EXEC, ONE, SCRIPT, Db
-from svc.runtime.db.regexp import sqlite_regexp, take_failure
-from svc.runtime.db.errors import several_statements, statement_failed
+from svc.runtime.db import sqlite_thread, sqlite_tx
+from svc.runtime.db.base import BEGIN, Db
+from svc.runtime.db.regexp import sqlite_regexp
 from svc.runtime.db.errors import shutting_down as _shutting_down
-from svc.runtime.db.rows import RowMismatch, mapper
+from svc.runtime.db.sqlite_thread import STOP as _STOP
+from svc.runtime.db.sqlite_thread import call_on_loop as _call_on_loop
 from svc.runtime.lib.support import SvcError
 
 #: How long a statement waits for another connection's lock before failing.
@@ -63,9 +64,6 @@ BUSY_TIMEOUT_SECONDS = 2.0
 _base_directory: str | None = None
 _open_dbs: set[SqliteDb] = set()  # every Db whose thread runs: close_all stops them
 _files: dict = {}  # file path → its open Db, or the task opening it
-
-_EXEC, _ALL, _ONE = EXEC, ALL, ONE  # job operations (what the thread does with the cursor)
-_STOP = None  # queue sentinel: finish what is queued, then close
 
 
 class SqliteDb(Db):
@@ -188,56 +186,21 @@ class SqliteDb(Db):
         self._hand_over()
         self._queue.put([_STOP])
 
+    def _settle_batch(self, results: list) -> None:
+        """On the loop: resolve the futures still wanted, then let waiting jobs in."""
+        for future, result in results:
+            if not future.done():
+                future.set_result(result)
+            elif result.__class__ is sqlite_tx.SqliteTx:  # its db_begin was cancelled meanwhile
+                result._abandon("its db_begin was cancelled")
+        if self._overflow:
+            self._admit()
+
     # --- database-thread side ----------------------------------------------------------
 
-    def _run_transaction(self, conn: sqlite3.Connection, job: tuple, results: list,
-                         still_waiting: int) -> list:
-        """Deliver what the batch has so far, then serve the transaction to its end.
-
-        The batch's later BEGINs were counted as taken; while the transaction runs they
-        count as queued again, so the bound of 64 holds.
-        """
-        _deliver_batch(self, results)
-        self._taken -= still_waiting
-        sqlite_tx.run_transaction(self, conn, job[4], job[0], _execute,
-                                  lambda pairs: _deliver_batch(self, pairs))
-        self._taken += still_waiting
-        return []
-
     def _serve(self, conn: sqlite3.Connection) -> None:
-        """The thread's loop: take every queued job, run them, deliver the batch at once.
-
-        The jobs of one batch come from concurrent callers, so their order is free: the
-        transactions (a BEGIN holds the thread until its transaction ends) run after the
-        others, which are not kept waiting behind them. On a file, the plain writes among
-        those others commit together (group_commit.py); in memory, where a commit costs no
-        fsync, each job runs alone.
-        """
-        queue = self._queue
-        grouped = self.path != ":memory:"
-        stop = False
-        while not stop:
-            batch = queue.get()
-            for _ in range(queue.qsize()):
-                batch += queue.get_nowait()
-            self._taken += len(batch)
-            jobs: list[tuple] = []
-            begins: list[tuple] = []
-            for job in batch:
-                if job is _STOP:
-                    stop = True
-                else:
-                    (begins if job[1] is BEGIN else jobs).append(job)
-            results = _run_jobs(conn, jobs, grouped)
-            for index, begin in enumerate(begins):  # the transaction rides in `cls`
-                results = self._run_transaction(conn, begin, results, len(begins) - index - 1)
-            _deliver_batch(self, results)
-        _close_connection(conn)
-        # Jobs that slipped in after the stop (a caller on another thread) must not hang.
-        late = []
-        for _ in range(queue.qsize()):
-            late += [(job[0], _shutting_down()) for job in queue.get_nowait() if job is not _STOP]
-        _deliver_batch(self, late)
+        """The thread's loop (sqlite_thread.py, compiled where svc.native is)."""
+        sqlite_thread.serve(self, conn)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -245,13 +208,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _call_on_loop(loop: asyncio.AbstractEventLoop, fn, *args) -> None:
-    try:
-        loop.call_soon_threadsafe(fn, *args)
-    except RuntimeError:  # the loop is closed: nobody is waiting any more
-        pass
 
 
 def _give_up(future: asyncio.Future) -> None:
@@ -267,32 +223,6 @@ def _reject_overflow(db: SqliteDb) -> None:
             timer.cancel()
         if not job[0].done():
             job[0].set_result(_shutting_down())
-
-
-def _deliver_batch(db: SqliteDb, results: list) -> None:
-    """Hand a batch of (future, result) pairs to their event loop(s): one wake-up per loop."""
-    if not results:
-        return
-    loop = results[0][0].get_loop()
-    if all(future.get_loop() is loop for future, _ in results):
-        _call_on_loop(loop, _settle_batch, db, results)
-        return
-    by_loop: dict = {}
-    for pair in results:
-        by_loop.setdefault(pair[0].get_loop(), []).append(pair)
-    for other, pairs in by_loop.items():
-        _call_on_loop(other, _settle_batch, db, pairs)
-
-
-def _settle_batch(db: SqliteDb, results: list) -> None:
-    """On the loop: resolve the futures still wanted, then let waiting jobs in."""
-    for future, result in results:
-        if not future.done():
-            future.set_result(result)
-        elif result.__class__ is sqlite_tx.SqliteTx:  # its db_begin was cancelled meanwhile
-            result._abandon("its db_begin was cancelled")
-    if db._overflow:
-        db._admit()
 
 
 # --- opening and closing ---------------------------------------------------------------------
@@ -390,15 +320,6 @@ def _connect(path: str) -> tuple[sqlite3.Connection | None, SvcError | None]:
         return None, SvcError("database", f"cannot open database {path!r}: {exc}")
 
 
-def _close_connection(conn: sqlite3.Connection) -> None:
-    """Checkpoint the WAL into the main file and close; errors here are not actionable."""
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except sqlite3.Error:
-        pass
-    conn.close()
-
-
 def close_all() -> None:
     """Stop every database thread cleanly: queued jobs finish, connections close.
 
@@ -463,96 +384,4 @@ def _reopened_thread_main(db: SqliteDb) -> None:
         batch = db._queue.get()
         db._taken += len(batch)
         stop = _STOP in batch
-        _deliver_batch(db, [(job[0], error) for job in batch if job is not _STOP])
-
-
-# --- the queries ----------------------------------------------------------------------------
-
-def _run_jobs(conn: sqlite3.Connection, jobs: list[tuple], grouped: bool) -> list[tuple]:
-    """Run jobs (none a BEGIN): (future, result) pairs."""
-    if grouped and len(jobs) > 1:
-        return group_commit.run_jobs(conn, jobs, _execute)
-    return [(future, _execute(conn, op, sql, args, cls)) for future, op, sql, args, cls in jobs]
-
-
-def _rows_changed(conn: sqlite3.Connection, sql: str, args: tuple) -> int:
-    """`db_exec`'s count: the rows the statement inserted, updated or deleted.
-
-    sqlite3's `rowcount` is -1 for a statement that does not start with INSERT, UPDATE,
-    DELETE or REPLACE (`WITH ... INSERT`), and counts a `RETURNING` statement only once its
-    rows are read; the connection's change counter covers the first case.
-    """
-    before = conn.total_changes
-    cursor = conn.execute(sql, args)
-    cursor.fetchall()
-    count = cursor.rowcount
-    return count if count >= 0 else conn.total_changes - before
-
-
-def _execute(conn: sqlite3.Connection, op: str, sql: str, args: tuple, cls: type | None):
-    """Run one job on the database thread; every failure becomes a `database` SvcError."""
-    try:
-        if op is _EXEC:
-            return _rows_changed(conn, sql, args)
-        if op is SCRIPT:
-            return _run_script(conn, sql)
-        cursor = conn.execute(sql, args)
-        if op is _ONE:
-            row = cursor.fetchone()
-            return None if row is None else mapper(cls, _names(cursor))(row)
-        rows = cursor.fetchall()
-        if not rows:
-            return []
-        map_row = mapper(cls, _names(cursor))
-        return [map_row(row) for row in rows]
-    except RowMismatch as exc:
-        return SvcError("database", str(exc))
-    except sqlite3.ProgrammingError as exc:
-        if "one statement at a time" in str(exc):
-            return several_statements(sql)
-        return statement_failed(exc, sql)
-    except Exception as exc:  # sqlite3.Error, unsupported argument, int too big, ...
-        failure = take_failure(sql)  # a REGEXP that failed says why itself
-        return statement_failed(exc, sql) if failure is None else failure
-
-
-def _run_script(conn: sqlite3.Connection, script: str) -> int:
-    """Several statements (a migration step) in the current transaction.
-
-    `executescript` would COMMIT first, so the statements are split here: at each `;` where
-    the text so far is a complete statement (`sqlite3.complete_statement` knows string
-    literals, comments and trigger bodies).
-    """
-    count = 0
-    for statement in split_statements(script):
-        count += _rows_changed(conn, statement, ())
-    return count
-
-
-def split_statements(script: str) -> list[str]:
-    statements, start = [], 0
-    for index, char in enumerate(script):
-        if char == ";" and sqlite3.complete_statement(script[start:index + 1]):
-            statements.append(script[start:index + 1])
-            start = index + 1
-    if not _only_comments(script[start:]):
-        statements.append(script[start:])
-    return statements
-
-
-def _only_comments(text: str) -> bool:
-    """Whether `text` is blank or nothing but SQL comments (nothing to run)."""
-    text = text.strip()
-    while text:
-        if text.startswith("--"):
-            newline = text.find("\n")
-            text = "" if newline < 0 else text[newline + 1:].strip()
-        elif text.startswith("/*") and "*/" in text:
-            text = text[text.index("*/") + 2:].strip()
-        else:
-            return False
-    return True
-
-
-def _names(cursor: sqlite3.Cursor) -> tuple:
-    return tuple([d[0] for d in cursor.description])
+        sqlite_thread.deliver(db, [(job[0], error) for job in batch if job is not _STOP])

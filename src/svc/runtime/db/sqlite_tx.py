@@ -4,8 +4,9 @@ SQLite allows one writer at a time anyway, and the thread owns the only connecti
 transaction is simplest and safest as a span of the thread's time: once the thread has run
 `BEGIN IMMEDIATE` (which takes the write lock at once, so a read-then-write transaction never
 fails half-way on a lock upgrade), it serves only that transaction's jobs, from the Tx's own
-queue, until COMMIT or ROLLBACK. Other jobs wait in the Db's queue of 64 meanwhile (and give
-up with `busy` at their request's processing limit), which is why transactions must be short.
+queue, until COMMIT or ROLLBACK (`run_transaction` in sqlite_thread.py, the thread's side).
+Other jobs wait in the Db's queue of 64 meanwhile (and give up with `busy` at their request's
+processing limit), which is why transactions must be short.
 
 A transaction whose owner went away without ending it (its request finished or timed out,
 `main` returned) is rolled back by `_abandon`; one still open when the database closes is
@@ -24,14 +25,9 @@ once.)
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from queue import Empty, SimpleQueue
 
 from svc.runtime.db.base import BEGIN, COMMIT, OPEN, ROLLBACK, Tx
-from svc.runtime.db.errors import statement_failed
-
-#: How often a thread waiting for a transaction's next job looks whether the Db is closing.
-_CLOSE_POLL_SECONDS = 0.25
 
 
 class SqliteTx(Tx):
@@ -73,7 +69,7 @@ class SqliteTx(Tx):
             return
         if self.state is OPEN:
             self.state = "never begun"
-        for job in _drain(self):
+        for job in drain_jobs(self):
             if job[0] is not None and not job[0].done():
                 job[0].set_result(result)
 
@@ -97,64 +93,7 @@ class SqliteTx(Tx):
                 self.jobs.put((None, ROLLBACK, "", (), None))
 
 
-def run_transaction(db, conn: sqlite3.Connection, tx: SqliteTx, begun, execute,
-                    deliver) -> None:
-    """On the database thread: begin, serve the transaction's jobs, end it.
-
-    `execute(conn, op, sql, args, cls)` runs one job; `deliver(pairs)` hands (future, result)
-    pairs to the event loop (a None future is a rollback nobody waits for). The BEGIN's own
-    answer goes with the first job's when that job is already waiting (an unbegun Tx's).
-    """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except Exception as exc:  # locked by another process past the busy timeout, ...
-        tx.state = "never begun"
-        error = statement_failed(exc, "BEGIN IMMEDIATE")
-        deliver([(begun, error)] + [(job[0], error) for job in _drain(tx) if job[0] is not None])
-        return
-    answered = [(begun, tx)]
-    while True:
-        try:
-            if answered:
-                job = tx.jobs.get_nowait()
-            else:
-                job = tx.jobs.get(timeout=_CLOSE_POLL_SECONDS)
-        except Empty:
-            if answered:
-                deliver(answered)
-                answered = []
-                continue
-            if db._closing:  # the server stops while the transaction's owner still holds it
-                _finish(conn, ROLLBACK)
-                tx.state = "rolled back because the database was closed"
-                _answer_late_jobs(tx, deliver)
-                return
-            continue
-        future, op, sql, args, cls = job
-        if op is COMMIT or op is ROLLBACK:
-            result = _finish(conn, op)
-            deliver(answered + ([(future, result)] if future is not None else []))
-            return
-        answered.append((future, execute(conn, op, sql, args, cls)))
-        deliver(answered)
-        answered = []
-
-
-def _finish(conn: sqlite3.Connection, op: str):
-    """COMMIT or ROLLBACK; a failed COMMIT (a deferred constraint) rolls back and says why."""
-    try:
-        conn.execute("COMMIT" if op is COMMIT else "ROLLBACK")
-        return None
-    except Exception as exc:
-        if conn.in_transaction:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-        return statement_failed(exc, op.upper())
-
-
-def _drain(tx: SqliteTx) -> list[tuple]:
+def drain_jobs(tx: SqliteTx) -> list[tuple]:
     """The jobs waiting in the Tx's queue, taken out."""
     jobs = []
     while True:
@@ -162,7 +101,3 @@ def _drain(tx: SqliteTx) -> list[tuple]:
             jobs.append(tx.jobs.get_nowait())
         except Empty:
             return jobs
-
-
-def _answer_late_jobs(tx: SqliteTx, deliver) -> None:
-    deliver([(job[0], tx.finished_error()) for job in _drain(tx) if job[0] is not None])
