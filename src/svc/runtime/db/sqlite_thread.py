@@ -176,7 +176,7 @@ def run_jobs(conn: sqlite3.Connection, jobs: list[tuple], grouped: bool) -> list
     """Run jobs (none a BEGIN): (future, result) pairs."""
     if grouped and len(jobs) > 1:
         return group_commit.run_jobs(conn, jobs, execute)
-    return [(future, execute(conn, op, sql, args, cls)) for future, op, sql, args, cls in jobs]
+    return group_commit.one_by_one(conn, jobs, execute)
 
 
 def rows_changed(conn: sqlite3.Connection, sql: str, args: tuple) -> int:
